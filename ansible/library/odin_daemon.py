@@ -1,0 +1,195 @@
+#!/usr/bin/python
+"""Ansible module: keep one long-running process up (or down), tracked by a pid file.
+
+Every platform service is a plain foreground process. This module starts it in its own session (so its
+whole process group can be stopped at once), records ``<pid> <start-time> <spec-hash>`` in the pid file
+(the start time guards against a recycled PID) and is idempotent: a live process started from the same
+command line, environment and configuration files is left alone (changed=false); one started from
+other ones is restarted. That is how a changed template restarts its service: no handler is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: odin_daemon
+short_description: Start, stop or restart a foreground process tracked by a pid file
+options:
+  name: {description: Label used in messages, type: str, required: true}
+  argv: {description: Command and arguments, type: list, elements: str}
+  pidfile: {description: Pid file path, type: path, required: true}
+  logfile: {description: File receiving stdout and stderr (appended), type: path}
+  chdir: {description: Working directory, type: path}
+  env: {description: Extra environment variables, type: dict, default: {}}
+  config_files: {description: Files whose content is part of the process spec, type: list, elements: path, default: []}
+  user: {description: Run as this user (when Ansible runs as root), type: str}
+  state: {description: Desired state, type: str, choices: [started, stopped, restarted], default: started}
+  stop_timeout: {description: Seconds to wait after SIGTERM before SIGKILL, type: float, default: 20}
+  start_grace: {description: Seconds the process must survive after start, type: float, default: 1.0}
+"""
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces: split after its closing parenthesis.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):  # a zombie has exited
+        return None
+    return fields[19]
+
+
+def _read_pidfile(path: str) -> tuple[int, str, str] | None:
+    try:
+        with open(path) as f:
+            pid_s, start, *rest = f.read().split()
+        return int(pid_s), start, rest[0] if rest else ""
+    except (OSError, ValueError):
+        return None
+
+
+def running(pidfile: str) -> tuple[int, str] | None:
+    """(pid, spec hash) recorded in ``pidfile`` if that very process is still alive."""
+    rec = _read_pidfile(pidfile)
+    if rec is None:
+        return None
+    pid, start, spec = rec
+    return (pid, spec) if _start_time(pid) == start else None
+
+
+def spec_hash(p: dict) -> str:
+    spec = [p["argv"], sorted((k, str(v)) for k, v in p["env"].items()), p["chdir"], p["user"]]
+    h = hashlib.sha256(json.dumps(spec).encode())
+    for path in p["config_files"]:
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def stop(pid: int, timeout: float) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``timeout`` seconds."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _group_alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _tail(path: str | None, lines: int = 25) -> str:
+    if not path:
+        return ""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def start(module: AnsibleModule) -> int:
+    p = module.params
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in p["env"].items()})
+    log = open(p["logfile"], "ab") if p["logfile"] else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            p["argv"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=p["chdir"],
+            env=env,
+            user=p["user"],
+            start_new_session=True,  # own session and process group: stop() signals the whole group
+            close_fds=True,
+        )
+    except OSError as e:
+        module.fail_json(msg=f"{p['name']}: cannot start {p['argv'][0]}: {e}")
+    finally:
+        if log is not subprocess.DEVNULL:
+            log.close()
+    start_time = _start_time(proc.pid)
+    with open(p["pidfile"], "w") as f:
+        f.write(f"{proc.pid} {start_time} {spec_hash(p)}\n")
+    deadline = time.monotonic() + p["start_grace"]
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            os.unlink(p["pidfile"])
+            module.fail_json(
+                msg=f"{p['name']} exited with code {proc.returncode} right after start; log {p['logfile']}:\n"
+                + _tail(p["logfile"])
+            )
+        time.sleep(0.05)
+    return proc.pid
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            argv=dict(type="list", elements="str"),
+            pidfile=dict(type="path", required=True),
+            logfile=dict(type="path"),
+            chdir=dict(type="path"),
+            env=dict(type="dict", default={}),
+            config_files=dict(type="list", elements="path", default=[]),
+            user=dict(type="str"),
+            state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
+            stop_timeout=dict(type="float", default=20.0),
+            start_grace=dict(type="float", default=1.0),
+        ),
+        required_if=[("state", "started", ["argv"]), ("state", "restarted", ["argv"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    rec = running(p["pidfile"])
+    pid = rec[0] if rec else None
+    want = p["state"]
+    if want == "started" and rec is not None and rec[1] == spec_hash(p):
+        module.exit_json(changed=False, pid=pid, msg=f"{p['name']} already running")
+    if want == "stopped" and pid is None:
+        if os.path.exists(p["pidfile"]):
+            os.unlink(p["pidfile"])  # stale pid file of a process that died on its own
+        module.exit_json(changed=False, pid=None, msg=f"{p['name']} not running")
+    if module.check_mode:
+        module.exit_json(changed=True, pid=pid)
+    if pid is not None:
+        stop(pid, p["stop_timeout"])
+    if want == "stopped":
+        if os.path.exists(p["pidfile"]):
+            os.unlink(p["pidfile"])
+        module.exit_json(changed=True, pid=None, msg=f"{p['name']} stopped (was pid {pid})")
+    new_pid = start(module)
+    module.exit_json(changed=True, pid=new_pid, msg=f"{p['name']} started as pid {new_pid}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Health of each node, checked the way a client of the service would: over its own protocol."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+Node = dict[str, Any]
+TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    detail: str
+
+
+def _http(url: str) -> httpx.Response:
+    return httpx.get(url, timeout=TIMEOUT_S)
+
+
+def _kafka(node: Node) -> Health:
+    from confluent_kafka.admin import AdminClient
+
+    if not port_open(node["host"], node["ports"]["kafka"]):
+        return Health(False, "port closed")
+    quiet = logging.getLogger("odin.health.kafka")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    admin = AdminClient(
+        {"bootstrap.servers": f"{node['host']}:{node['ports']['kafka']}", "socket.timeout.ms": 3000, "logger": quiet}
+    )
+    md = admin.list_topics(timeout=TIMEOUT_S)
+    return Health(True, f"{len(md.brokers)} broker(s), {len(md.topics)} topic(s)")
+
+
+def _victoria_metrics(node: Node) -> Health:
+    r = _http(f"http://{node['host']}:{node['ports']['http']}/health")
+    return Health(r.status_code == 200, r.text.strip()[:60])
+
+
+def _influxdb(node: Node) -> Health:
+    r = _http(f"http://{node['host']}:{node['ports']['http']}/ping")
+    return Health(r.status_code == 204, f"version {r.headers.get('X-Influxdb-Version', '?')}")
+
+
+def _postgres(node: Node) -> Health:
+    import psycopg
+
+    with psycopg.connect(
+        host=node["host"],
+        port=node["ports"]["postgres"],
+        user="postgres",
+        dbname="postgres",
+        connect_timeout=int(TIMEOUT_S),
+    ) as conn:
+        version = conn.execute("SHOW server_version").fetchone()
+    return Health(True, f"PostgreSQL {version[0] if version else '?'}")
+
+
+def _spark_master(node: Node) -> Health:
+    doc = _http(f"http://{node['host']}:{node['ports']['ui']}/json/").json()
+    alive = sum(w.get("state") == "ALIVE" for w in doc.get("workers", []))
+    return Health(doc.get("status") == "ALIVE", f"{doc.get('status')}, {alive} worker(s) alive")
+
+
+def _spark_worker(node: Node) -> Health:
+    doc = _http(f"http://{node['host']}:{node['ports']['ui']}/json/").json()
+    master = doc.get("masterurl", "")
+    registered = master == node["settings"]["master_url"]
+    return Health(registered, f"{doc.get('cores')} cores, {doc.get('memory')} MB, master {master or 'none'}")
+
+
+def _airflow(node: Node) -> Health:
+    doc = _http(f"http://{node['host']}:{node['ports']['http']}/api/v2/monitor/health").json()
+    parts = {k: v.get("status") for k, v in doc.items() if isinstance(v, dict)}
+    ok = all(s == "healthy" for s in parts.values()) and bool(parts)
+    return Health(ok, ", ".join(f"{k}={v}" for k, v in sorted(parts.items())))
+
+
+CHECKS: dict[str, Callable[[Node], Health]] = {
+    "kafka_broker": _kafka,
+    "victoria_metrics": _victoria_metrics,
+    "influxdb": _influxdb,
+    "postgres": _postgres,
+    "spark_master": _spark_master,
+    "spark_worker": _spark_worker,
+    "airflow": _airflow,
+}
+
+URLS: dict[str, Callable[[Node], str]] = {
+    "kafka_broker": lambda n: f"{n['host']}:{n['ports']['kafka']}",
+    "victoria_metrics": lambda n: f"http://{n['host']}:{n['ports']['http']}",
+    "influxdb": lambda n: f"http://{n['host']}:{n['ports']['http']}",
+    "postgres": lambda n: f"postgresql://postgres@{n['host']}:{n['ports']['postgres']}/daggers",
+    "spark_master": lambda n: (
+        f"spark://{n['host']}:{n['ports']['master']} (REST :{n['ports']['rest']}, "
+        f"UI http://{n['host']}:{n['ports']['ui']})"
+    ),
+    "spark_worker": lambda n: f"http://{n['host']}:{n['ports']['ui']}",
+    "airflow": lambda n: f"http://{n['host']}:{n['ports']['http']}",
+}
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def check(node: Node) -> Health:
+    """Never raises: an unreachable service is simply unhealthy, with the reason."""
+    try:
+        return CHECKS[node["role"]](node)
+    except Exception as e:
+        return Health(False, f"{type(e).__name__}: {str(e)[:120]}")

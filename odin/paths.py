@@ -1,0 +1,17 @@
+"""Where things live: the repository, its Terraform/Ansible trees and the gitignored state directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TERRAFORM_DIR = REPO / "terraform"
+ANSIBLE_DIR = REPO / "ansible"
+BIN_DIR = Path(sys.executable).parent  # the venv's bin: ansible-playbook, spark-class, airflow
+
+
+def default_state_dir() -> Path:
+    """`ODIN_HOME` if set (tests point it at a temp dir), else `<repo>/.local`."""
+    return Path(os.environ.get("ODIN_HOME", REPO / ".local")).resolve()

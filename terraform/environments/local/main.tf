@@ -1,0 +1,78 @@
+# The local environment: every service of the platform as processes on one machine. It composes the same
+# service_node module a multi-host environment would, so Odin and Ansible treat both alike.
+locals {
+  default_ports = {
+    kafka            = 9092
+    victoria_metrics = 8428
+    influxdb         = 8086
+    influxdb_rpc     = 8089
+    spark_master     = 7077
+    spark_rest       = 6066
+    spark_master_ui  = 8090 # not 8080: that is Airflow's
+    spark_worker     = 7100 # worker i listens on spark_worker + i
+    spark_worker_ui  = 8100 # and serves its UI on spark_worker_ui + i
+    postgres         = 5432
+    airflow          = 8080
+  }
+  ports = merge(local.default_ports, var.ports)
+
+  singletons = {
+    kafka-broker = {
+      role  = "kafka_broker"
+      ports = { kafka = local.ports.kafka }
+    }
+    victoria-metrics = {
+      role  = "victoria_metrics"
+      ports = { http = local.ports.victoria_metrics }
+    }
+    influxdb-server = {
+      role  = "influxdb"
+      ports = { http = local.ports.influxdb, rpc = local.ports.influxdb_rpc }
+    }
+    spark-master = {
+      role  = "spark_master"
+      ports = { master = local.ports.spark_master, rest = local.ports.spark_rest, ui = local.ports.spark_master_ui }
+    }
+    postgres-server = {
+      role  = "postgres"
+      ports = { postgres = local.ports.postgres }
+    }
+    airflow-server = {
+      role  = "airflow"
+      ports = { http = local.ports.airflow }
+    }
+  }
+
+  settings = {
+    spark-master = {}
+    airflow-server = { parallelism = tostring(var.airflow_parallelism) }
+  }
+}
+
+module "service" {
+  source   = "../../modules/service_node"
+  for_each = local.singletons
+
+  name     = each.key
+  role     = each.value.role
+  host     = var.bind_host
+  ports    = each.value.ports
+  base_dir = var.base_dir
+  settings = lookup(local.settings, each.key, {})
+}
+
+module "spark_worker" {
+  source   = "../../modules/service_node"
+  for_each = toset([for i in range(1, var.spark_workers + 1) : tostring(i)])
+
+  name     = "spark-worker-${each.key}"
+  role     = "spark_worker"
+  host     = var.bind_host
+  ports    = { worker = local.ports.spark_worker + tonumber(each.key), ui = local.ports.spark_worker_ui + tonumber(each.key) }
+  base_dir = var.base_dir
+  settings = {
+    master_url = "spark://${var.bind_host}:${local.ports.spark_master}"
+    cores      = tostring(var.spark_worker_cores)
+    memory     = var.spark_worker_memory
+  }
+}

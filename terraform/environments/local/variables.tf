@@ -1,0 +1,75 @@
+variable "base_dir" {
+  description = "Absolute directory holding every node's data, logs and pid files (Odin passes <repo>/.local)."
+  type        = string
+  validation {
+    condition     = startswith(var.base_dir, "/")
+    error_message = "base_dir must be an absolute path."
+  }
+}
+
+variable "bind_host" {
+  description = "Address every local service binds to. Only loopback is allowed for the local environment."
+  type        = string
+  default     = "127.0.0.1"
+  validation {
+    condition     = can(regex("^127\\.", var.bind_host))
+    error_message = "bind_host must be a loopback address (127.x.x.x) in the local environment."
+  }
+}
+
+variable "spark_workers" {
+  description = "Number of Spark standalone workers."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.spark_workers >= 1 && var.spark_workers <= 16 && floor(var.spark_workers) == var.spark_workers
+    error_message = "spark_workers must be a whole number from 1 to 16."
+  }
+}
+
+variable "spark_worker_cores" {
+  description = "Cores each Spark worker offers."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.spark_worker_cores >= 1 && var.spark_worker_cores <= 64
+    error_message = "spark_worker_cores must be from 1 to 64."
+  }
+}
+
+variable "spark_worker_memory" {
+  description = "Memory each Spark worker offers, in Spark's notation (e.g. 1g, 512m)."
+  type        = string
+  default     = "2g"
+  validation {
+    condition     = can(regex("^[0-9]+[mg]$", var.spark_worker_memory))
+    error_message = "spark_worker_memory must look like 512m or 2g."
+  }
+}
+
+variable "airflow_parallelism" {
+  description = "Airflow core.parallelism: how many task instances run at once."
+  type        = number
+  default     = 4
+  validation {
+    condition     = var.airflow_parallelism >= 1 && var.airflow_parallelism <= 64
+    error_message = "airflow_parallelism must be from 1 to 64."
+  }
+}
+
+variable "ports" {
+  description = "Overrides of the default ports (see locals.default_ports for the names)."
+  type        = map(number)
+  default     = {}
+  validation {
+    condition = alltrue([for k in keys(var.ports) : contains([
+      "kafka", "victoria_metrics", "influxdb", "influxdb_rpc", "spark_master", "spark_rest", "spark_master_ui",
+      "spark_worker", "spark_worker_ui", "postgres", "airflow",
+    ], k)])
+    error_message = "ports keys must be among kafka, victoria_metrics, influxdb, influxdb_rpc, spark_master, spark_rest, spark_master_ui, spark_worker, spark_worker_ui, postgres, airflow."
+  }
+  validation {
+    condition     = alltrue([for p in values(var.ports) : p >= 1024 && p <= 65000])
+    error_message = "every port must be between 1024 and 65000."
+  }
+}
