@@ -58,7 +58,7 @@ def _status_table(nodes: list[NodeStatus], title: str) -> Table:
         table.add_column(col, overflow="fold")
     for n in nodes:
         procs = ", ".join(f"{p.name}:{p.pid}" if p.running else f"{p.name}:[red]dead[/]" for p in n.processes)
-        health = "[green]healthy[/]" if n.health.ok else "[red]down[/]"
+        health = "[green]healthy[/]" if n.health.ok else "[red]down[/]" if n.managed else "[dim]not started[/]"
         table.add_row(n.name, n.role, procs or "[dim]none[/]", health, n.url, n.health.detail)
     return table
 
@@ -114,15 +114,15 @@ def down(
     """Stop every service of the environment (data is kept unless --purge)."""
     stack = Stack(env, state_dir)
     with console.status("[bold]odin down[/]") as status:
-        result = stack.down(purge=purge, progress=lambda msg: status.update(f"[bold]odin down[/] {msg}"))
-    if result is None:
+        report = stack.down(purge=purge, progress=lambda msg: status.update(f"[bold]odin down[/] {msg}"))
+    if report.playbook is None:
         console.print("nothing to stop: the environment was never brought up")
         return
-    for f in result.failures:
+    for f in report.playbook.failures:
         err.print(f"[bold red]failed[/] {f.host} / {f.task}:\n{f.message}")
-    if not result.ok:
+    if not report.ok:
         raise _fail("some processes could not be stopped", 1)
-    console.print(f"stopped {result.total_changed} process(es)" + ("; state and data purged" if purge else ""))
+    console.print(f"stopped {report.stopped} process(es)" + ("; state and data purged" if purge else ""))
 
 
 @app.command()
@@ -134,7 +134,7 @@ def status(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
         console.print("the environment was never brought up: run `odin up`")
         raise typer.Exit(1)
     console.print(_status_table(nodes, f"environment {env}"))
-    if not all(n.health.ok for n in nodes):
+    if not all(n.ok for n in nodes):
         raise typer.Exit(1)
 
 

@@ -74,6 +74,7 @@ class AppliedStack(BaseModel):
 
     spark_workers: int = DEFAULT_WORKERS
     ports: dict[PortName, Port] = Field(default_factory=dict)
+    services: frozenset[Service] = Field(frozenset(), description="Every service converged so far (--only adds).")
 
     @staticmethod
     def path(state_dir: Path, environment: str) -> Path:

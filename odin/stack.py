@@ -33,6 +33,11 @@ class NodeStatus:
     url: str
     processes: list[processes.Process]
     health: health.Health
+    managed: bool = True  # False: declared by Terraform but never converged (`odin up --only` left it out)
+
+    @property
+    def ok(self) -> bool:
+        return self.health.ok or not self.managed
 
     @property
     def running(self) -> bool:
@@ -48,7 +53,17 @@ class UpReport:
 
     @property
     def ok(self) -> bool:
-        return self.playbook.ok and all(n.health.ok for n in self.nodes)
+        return self.playbook.ok and all(n.ok for n in self.nodes)
+
+
+@dataclass
+class DownReport:
+    playbook: PlaybookResult | None  # None: nothing was ever brought up
+    stopped: int  # processes that were running
+
+    @property
+    def ok(self) -> bool:
+        return self.playbook is None or self.playbook.ok
 
 
 def tools() -> dict[str, str]:
@@ -64,10 +79,10 @@ def tools() -> dict[str, str]:
     }
 
 
-def node_status(node: Node) -> NodeStatus:
-    return NodeStatus(
-        node["name"], node["role"], health.URLS[node["role"]](node), processes.of_node(node), health.check(node)
-    )
+def node_status(node: Node, managed: bool = True) -> NodeStatus:
+    procs = processes.of_node(node)
+    verdict = health.check(node) if managed else health.Health(False, "not started: odin up --only " + node["role"])
+    return NodeStatus(node["name"], node["role"], health.URLS[node["role"]](node), procs, verdict, managed)
 
 
 class Stack:
@@ -81,6 +96,7 @@ class Stack:
         return {
             "odin_environment": self.environment,
             "odin_repo": str(REPO),
+            "odin_state_dir": str(self.state_dir),
             "odin_is_root": os.geteuid() == 0,
             "odin_tools": tools(),
         }
@@ -146,13 +162,17 @@ class Stack:
                 return UpReport(plan, removed, gone)
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         result = self._playbook("site.yml", planned, limit, progress)
-        AppliedStack(spark_workers=spec.spark_workers, ports=spec.ports).save(self.state_dir, self.environment)
+        before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
+        AppliedStack(spark_workers=spec.spark_workers, ports=spec.ports, services=before_services | spec.selected).save(
+            self.state_dir, self.environment
+        )
         statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
         return UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
 
-    def down(self, purge: bool = False, progress: Progress | None = None) -> PlaybookResult | None:
+    def down(self, purge: bool = False, progress: Progress | None = None) -> DownReport:
         """Stop every process of the environment. `purge` also destroys the Terraform state and all data."""
         nodes = self.nodes()
+        running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         result = self._playbook("stop.yml", nodes, None, progress) if nodes else None
         if purge and (result is None or result.ok):
             applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
@@ -165,7 +185,9 @@ class Stack:
             self.terraform.apply(self.terraform.plan(spec.terraform_vars(), destroy=True))
             for sub in ("data", "run", "odin"):
                 shutil.rmtree(self.state_dir / sub, ignore_errors=True)
-        return result
+        return DownReport(result, running)
 
     def status(self) -> list[NodeStatus]:
-        return sorted((node_status(n) for n in self.nodes().values()), key=lambda s: s.name)
+        applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
+        statuses = (node_status(n, managed=n["role"] in applied.services) for n in self.nodes().values())
+        return sorted(statuses, key=lambda s: s.name)

@@ -1,0 +1,38 @@
+"""Health of the platform's environment, every 5 minutes: the same checks as `odin status`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import Param, dag, task
+
+
+@dag(
+    schedule="*/5 * * * *",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    tags=["platform", "odin", "health"],
+    params={"environment": Param("local", type="string", enum=["local"], description="Odin environment")},
+    doc_md=__doc__,
+)
+def platform_health() -> None:
+    @task
+    def check_services(environment: str) -> dict[str, str]:
+        """Fails (and so alerts) when any node of the environment is down; returns each node's detail."""
+        from airflow.exceptions import AirflowFailException
+
+        from odin.stack import Stack
+
+        nodes = Stack(environment).status()
+        if not nodes:
+            raise AirflowFailException(f"environment {environment!r} was never brought up: run `odin up`")
+        down = [f"{n.name}: {n.health.detail}" for n in nodes if not n.ok]
+        if down:
+            raise AirflowFailException("unhealthy: " + "; ".join(down))
+        return {n.name: n.health.detail for n in nodes if n.managed}
+
+    check_services("{{ params.environment }}")
+
+
+platform_health()
