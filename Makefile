@@ -32,7 +32,9 @@ venv: $(STAMPS)/venv ## the virtualenv, exactly as locked in .ci/requirements.lo
 
 $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@test -x $(UV) || $(PY) -m pip install -q "uv==$(UV_VERSION)"
+	@# a venv made by uv has no pip: bootstrap it before installing the pinned uv
+	@test -x $(UV) || { $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null; \
+	  $(PY) -m pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"; }
 	@# --no-deps: the lock is complete, and it excludes pyspark-client (it would overwrite pyspark's files).
 	$(UV) pip install -q --python $(PY) --no-deps -r .ci/requirements.lock
 	$(UV) pip install -q --python $(PY) --no-deps -e .

@@ -1,0 +1,197 @@
+"""`odin up` / `status` / `down` through the CLI, on a full local stack in a temp dir with free ports.
+
+The tests of the full stack run in file order on one module-scoped stack: up, re-up, scale, kill, reconfigure,
+scale down, down.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from odin.paths import BIN_DIR
+from odin.stack import Stack
+from tests.conftest import state_dir
+from tests.ports import stack_ports
+
+
+def odin(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
+    return subprocess.run([str(BIN_DIR / "odin"), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def port_flags(ports: dict[str, int]) -> list[str]:
+    return [f for name, port in ports.items() for f in ("--port", f"{name}={port}")]
+
+
+def pids(stack: Stack) -> dict[str, int | None]:
+    return {f"{n.name}@{p.name}": p.pid for n in stack.status() for p in n.processes}
+
+
+def group_alive(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                raw = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+# -- refused input: nothing may start -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--workers", "0"], "--workers: Input should be greater than or equal to 1"),
+        (["--workers", "17"], "--workers: Input should be less than or equal to 16"),
+        (["--only", "kafka,nosuch"], "unknown service(s) kafka, nosuch; valid: kafka_broker"),
+        (["--port", "kafka=80"], "--port.kafka: Input should be greater than or equal to 1024"),
+        (["--port", "nosuch=2000"], "--port.nosuch"),
+        (["--port", "kafka"], "expected NAME=NUMBER"),
+        (["--env", "mars"], "no Terraform environment 'mars'"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, args: list[str], expected: str) -> None:
+    r = odin("up", "--state-dir", str(tmp_path), *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert expected in " ".join(r.stderr.split()), r.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "terraform" / "local" / "terraform.tfstate").exists()
+
+
+def test_a_busy_port_is_refused_before_anything_starts() -> None:
+    ports = stack_ports()
+    with state_dir("busy") as path, socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", ports["kafka"]))
+        squatter.listen()
+        r = odin("up", "--only", "kafka_broker", "--state-dir", str(path), *port_flags(ports))
+        assert r.returncode == 2
+        assert f"port {ports['kafka']} (kafka)" in r.stderr and "used by another process" in r.stderr
+        assert not list((path / "run").glob("*.pid")) if (path / "run").exists() else True
+
+
+# -- the full stack -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def full_stack() -> Iterator[tuple[Stack, list[str]]]:
+    ports = stack_ports()
+    with state_dir("odin") as path:
+        flags = ["--state-dir", str(path), *port_flags(ports)]
+        up = odin("up", "--workers", "2", *flags)
+        stack = Stack("local", path)
+        try:
+            assert up.returncode == 0, up.stdout + up.stderr
+            yield stack, flags
+        finally:
+            odin("down", "--state-dir", str(path))
+
+
+def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    nodes = stack.status()
+    assert {n.role for n in nodes} == {
+        "kafka_broker",
+        "victoria_metrics",
+        "influxdb",
+        "postgres",
+        "spark_master",
+        "spark_worker",
+        "airflow",
+    }
+    assert [n.name for n in nodes if n.role == "spark_worker"] == ["spark-worker-1", "spark-worker-2"]
+    assert all(n.running and n.health.ok for n in nodes), [(n.name, n.health) for n in nodes]
+    assert {p.name for n in nodes if n.role == "airflow" for p in n.processes} == {
+        "api-server",
+        "scheduler",
+        "dag-processor",
+        "triggerer",
+    }
+    status = odin("status", "--state-dir", flags[1])
+    assert status.returncode == 0
+    assert all(n.name in status.stdout for n in nodes)
+
+
+def test_second_up_changes_nothing(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, _ = full_stack
+    before = pids(stack)
+    report = stack.up(stack.resolve(None, None, None))
+    assert report.plan.empty
+    assert report.playbook.ok and report.playbook.total_changed == 0, report.playbook.changed
+    assert pids(stack) == before
+
+
+def test_scaling_to_three_workers_adds_one_and_restarts_nothing(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    before = pids(stack)
+    r = odin("up", "--workers", "3", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "terraform: 1 to add, 0 to change, 0 to destroy" in r.stdout
+    after = pids(stack)
+    assert {k: after[k] for k in before} == before
+    assert set(after) - set(before) == {"spark-worker-3@worker"}
+    master = next(n for n in stack.status() if n.role == "spark_master")
+    assert "3 worker(s) alive" in master.health.detail
+
+
+def test_killed_services_are_restored_by_the_next_up(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    before = pids(stack)
+    victims = ["victoria-metrics@victoria-metrics", "spark-worker-2@worker"]
+    for v in victims:
+        os.kill(before[v], signal.SIGKILL)
+    assert odin("status", flags[0], flags[1]).returncode == 1
+    r = odin("up", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = pids(stack)
+    assert all(after[v] not in (None, before[v]) for v in victims)
+    assert {k: v for k, v in after.items() if k not in victims} == {k: v for k, v in before.items() if k not in victims}
+    assert all(n.health.ok for n in stack.status())
+
+
+def test_changed_configuration_restarts_only_that_service(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    before = pids(stack)
+    new_port = stack_ports()["influxdb"]
+    r = odin("up", *flags, "--port", f"influxdb={new_port}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 to add, 1 to change, 0 to destroy" in r.stdout
+    after = pids(stack)
+    assert after["influxdb-server@influxd"] != before["influxdb-server@influxd"]
+    assert {k: v for k, v in after.items() if not k.startswith("influxdb")} == {
+        k: v for k, v in before.items() if not k.startswith("influxdb")
+    }
+    influx = next(n for n in stack.status() if n.role == "influxdb")
+    assert influx.health.ok and f":{new_port}" in influx.url
+
+
+def test_scaling_down_stops_the_removed_workers(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    before = pids(stack)
+    r = odin("up", *flags, "--workers", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "removed nodes stopped: spark-worker-2, spark-worker-3" in r.stdout
+    assert not any(group_alive(before[w]) for w in ("spark-worker-2@worker", "spark-worker-3@worker"))
+    master = next(n for n in stack.status() if n.role == "spark_master")
+    assert "1 worker(s) alive" in master.health.detail
+
+
+def test_down_leaves_no_process_behind(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    groups = [pid for pid in pids(stack).values() if pid]
+    assert len(groups) >= 10
+    r = odin("down", flags[0], flags[1])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"stopped {len(groups)} process(es)" in r.stdout
+    assert not [g for g in groups if group_alive(g)]
+    assert odin("status", flags[0], flags[1]).returncode == 1
