@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -15,3 +19,15 @@ BIN_DIR = Path(sys.executable).parent  # the venv's bin: ansible-playbook, spark
 def default_state_dir() -> Path:
     """`ODIN_HOME` if set (tests point it at a temp dir), else `<repo>/.local`."""
     return Path(os.environ.get("ODIN_HOME", REPO / ".local")).resolve()
+
+
+@contextmanager
+def temporary_state_dir(prefix: str) -> Iterator[Path]:
+    """A throwaway state dir (tests, benchmarks) that services' own OS users can enter (PostgreSQL runs as
+    `postgres`); removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix=f"daggers-{prefix}-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from odin.paths import BIN_DIR
+from odin.paths import temporary_state_dir as state_dir
+from odin.ports import stack_ports
 from odin.stack import Stack
-from tests.conftest import state_dir
-from tests.ports import stack_ports
 
 
 def odin(*args: str) -> subprocess.CompletedProcess[str]:

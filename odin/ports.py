@@ -1,4 +1,4 @@
-"""Free 127.0.0.1 ports for test stacks, so tests never collide with `make up` or with each other."""
+"""Free 127.0.0.1 ports for isolated stacks (tests, benchmarks), so they never collide with `make up` or each other."""
 
 from __future__ import annotations
 

@@ -1,0 +1,55 @@
+"""Where a provisioned stack's services listen, from Terraform's `nodes` output: what clients connect to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Node = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    nodes: dict[str, Node]
+
+    def _node(self, role: str) -> Node:
+        for node in self.nodes.values():
+            if node["role"] == role:
+                return node
+        raise LookupError(f"no {role} node in this environment; run `odin up` first")
+
+    def _addr(self, role: str, port: str) -> str:
+        n = self._node(role)
+        return f"{n['host']}:{n['ports'][port]}"
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return self._addr("kafka_broker", "kafka")
+
+    @property
+    def victoria_metrics_url(self) -> str:
+        return f"http://{self._addr('victoria_metrics', 'http')}"
+
+    @property
+    def influxdb_url(self) -> str:
+        return f"http://{self._addr('influxdb', 'http')}"
+
+    @property
+    def postgres_dsn(self) -> str:
+        return f"postgresql://postgres@{self._addr('postgres', 'postgres')}/daggers"
+
+    @property
+    def spark_master_url(self) -> str:
+        return f"spark://{self._addr('spark_master', 'master')}"
+
+    @property
+    def spark_rest_url(self) -> str:
+        return f"http://{self._addr('spark_master', 'rest')}"
+
+    @property
+    def spark_ui_url(self) -> str:
+        return f"http://{self._addr('spark_master', 'ui')}"
+
+    @property
+    def airflow_url(self) -> str:
+        return f"http://{self._addr('airflow', 'http')}"
