@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 import socket
+from typing import get_args
+
+from odin.spec import PortName
 
 WORKER_SLOTS = 16  # spark_worker / spark_worker_ui are bases: worker i listens on base + i
 
@@ -33,20 +36,8 @@ def stack_ports() -> dict[str, int]:
     """A port for every name the local environment accepts in `ports`."""
     rng = random.Random()
     taken: set[int] = set()
-    ports = {
-        name: free_block(1, taken, rng)
-        for name in (
-            "kafka",
-            "victoria_metrics",
-            "influxdb",
-            "influxdb_rpc",
-            "spark_master",
-            "spark_rest",
-            "spark_master_ui",
-            "postgres",
-            "airflow",
-        )
-    }
+    bases = {"spark_worker", "spark_worker_ui"}
+    ports = {name: free_block(1, taken, rng) for name in get_args(PortName) if name not in bases}
     # Worker i uses base + i (i from 1): reserve the base too so nothing else gets it.
     ports["spark_worker"] = free_block(WORKER_SLOTS + 1, taken, rng)
     ports["spark_worker_ui"] = free_block(WORKER_SLOTS + 1, taken, rng)
