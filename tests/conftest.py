@@ -15,6 +15,9 @@ import pytest
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="daggers-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
+from pyspark.sql import SparkSession
+
+from jobs.session import spark_session
 from odin.endpoints import Endpoints
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
@@ -53,3 +56,13 @@ def services() -> Iterator[Services]:
             yield Services({n.name: all_nodes[n.name] for n in report.nodes}, stack, report)
         finally:
             stack.down()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local[2] Spark session for the whole test run (starting one costs seconds)."""
+    session = spark_session("daggers-tests")
+    try:
+        yield session
+    finally:
+        session.stop()

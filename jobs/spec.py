@@ -1,0 +1,203 @@
+"""The dagger spec: everything a dagger is (streams, SQL, sink), as a typed model with a JSON schema.
+
+The same model backs `dagger validate/preview/run`, the Airflow trigger form and the tests. Secrets are never
+inline: a spec names the environment variable that holds them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
+
+SLUG = r"^[a-z][a-z0-9-]{0,62}$"
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+ENV_VAR = r"^[A-Z_][A-Z0-9_]*$"
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def _parse_duration(value: Any) -> Any:
+    """'60s', '500ms', '5m', '1h' or a number of seconds."""
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)\s*", value)
+        if not m:
+            raise ValueError(f"{value!r} is not a duration; write e.g. '60s', '500ms', '5m' or '1h'")
+        return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    return value
+
+
+def _format_duration(value: timedelta) -> str:
+    ms = round(value.total_seconds() * 1000)
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(_parse_duration),
+    PlainSerializer(_format_duration, return_type=str),
+    Field(json_schema_extra={"type": "string", "examples": ["60s", "500ms", "5m"]}),
+]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSettings(Model):
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port].")
+    start: Literal["earliest", "latest"] = Field("earliest", description="Where a new dagger starts reading.")
+    max_events_per_trigger: int | None = Field(
+        200_000, ge=1, description="At most this many events per micro-batch (all partitions together)."
+    )
+    consumer_group: str | None = Field(
+        None, description="If set, processed offsets are also committed to this group (for lag tools only)."
+    )
+    high_watermark: Literal["auto", "reported", "probe"] = Field(
+        "auto",
+        description="How a partition's end is found. `reported`: the broker's high watermark (real Kafka). "
+        "`probe`: read the partition's tail (brokers that under-report it, e.g. Tansu). `auto`: probe once and "
+        "keep probing only if the broker under-reports.",
+    )
+    config: dict[str, str] = Field(
+        default_factory=dict, description="Extra librdkafka settings (e.g. security.protocol); no secrets."
+    )
+    password_env: str | None = Field(
+        None, pattern=ENV_VAR, description="Environment variable holding sasl.password, if the cluster needs one."
+    )
+
+
+class StreamSpec(Model):
+    table: str = Field(pattern=IDENTIFIER, description="The table name the SQL uses for this stream.")
+    topics: list[str] = Field(min_length=1, description="Topics sharing one schema.")
+    proto: str = Field(description="Full protobuf message name, e.g. daggers.events.BookingLog.")
+    timestamp_field: str = Field(
+        "event_timestamp",
+        description="Field giving event time (google.protobuf.Timestamp, or epoch seconds/milliseconds); "
+        "exposed to SQL as `rowtime`. Nested fields with dots.",
+    )
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)  # type: ignore[arg-type]
+    dlq_topic: str | None = Field(None, description="Where undecodable events go (default: `<first topic>.dlq`).")
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return self.dlq_topic or f"{self.topics[0]}.dlq"
+
+
+class LogSink(Model):
+    type: Literal["log"] = "log"
+    path: Path | None = Field(None, description="JSON-lines file to append to; stdout if unset.")
+
+
+class InfluxSink(Model):
+    type: Literal["influx"] = "influx"
+    url: str = Field("http://127.0.0.1:8428", description="InfluxDB (or VictoriaMetrics) base URL.")
+    version: Literal[1, 2] = Field(2, description="2: API v2 via influxdb-client; 1: InfluxDB 1.x `/write`.")
+    measurement: str | None = Field(None, description="Measurement name (default: the dagger's name).")
+    database: str = Field("daggers", description="Database (v1) or bucket (v2).")
+    org: str = Field("", description="Organisation (v2).")
+    token_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the API token (v2).")
+    username_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the user name (v1).")
+    password_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the password (v1).")
+    time_column: str | None = Field(None, description="Column giving each point's time (default: the window end).")
+
+
+class KafkaSink(Model):
+    type: Literal["kafka"] = "kafka"
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic: str
+    format: Literal["json", "proto"] = "json"
+    proto: str | None = Field(None, description="Message class for format=proto; fields matched by column name.")
+    config: dict[str, str] = Field(default_factory=dict, description="Extra librdkafka producer settings.")
+
+    @model_validator(mode="after")
+    def _proto_given(self) -> KafkaSink:
+        if self.format == "proto" and not self.proto:
+            raise ValueError("sink.proto: required when sink.format is 'proto'")
+        return self
+
+
+class PostgresSink(Model):
+    type: Literal["postgres"] = "postgres"
+    dsn: str = Field("postgresql://postgres@127.0.0.1:5432/daggers", description="libpq DSN without a password.")
+    password_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the password.")
+    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+    @model_validator(mode="after")
+    def _no_inline_password(self) -> PostgresSink:
+        if re.search(r"://[^/@]*:[^/@]*@|password=", self.dsn):
+            raise ValueError("sink.dsn: must not contain a password; name an environment variable in password_env")
+        return self
+
+
+Sink = Annotated[LogSink | InfluxSink | KafkaSink | PostgresSink, Field(discriminator="type")]
+
+
+class DaggerSpec(Model):
+    name: str = Field(pattern=SLUG, description="Slug, unique per team.")
+    team: str = Field(pattern=SLUG)
+    schemas: list[Path] = Field(
+        default_factory=list, description="Extra .proto files or descriptor sets, besides protos/."
+    )
+    streams: list[StreamSpec] = Field(min_length=1, max_length=2)
+    sql: str = Field(min_length=1, description="Dagger SQL (Flink-style TUMBLE/HOP) or Spark SQL.")
+    watermark_delay: Duration = Field(timedelta(seconds=60), description="How late an event may be.")
+    trigger_interval: Duration = Field(timedelta(seconds=10), description="Micro-batch interval.")
+    parallelism: int = Field(2, ge=1, le=256, description="Spark tasks per stage (shuffle partitions).")
+    sink: Sink = Field(default_factory=LogSink)  # type: ignore[arg-type]
+    checkpoint_dir: Path | None = Field(None, description="Default: <state>/daggers/<team>/<name>/checkpoint.")
+
+    @model_validator(mode="after")
+    def _unique_tables(self) -> DaggerSpec:
+        tables = [s.table.lower() for s in self.streams]
+        if len(set(tables)) != len(tables):
+            raise ValueError(f"streams: table names must be unique, got {tables}")
+        return self
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.team}.{self.name}"
+
+
+class SpecError(ValueError):
+    """A spec that does not validate: the message names each bad field."""
+
+
+def format_errors(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(spec)"
+        lines.append(f"{where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def parse_spec(data: dict[str, Any]) -> DaggerSpec:
+    try:
+        return DaggerSpec.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(format_errors(e)) from None
+
+
+def load_spec(path: Path) -> DaggerSpec:
+    """A spec from a YAML or JSON file; relative `schemas` and sink paths resolve against the file's folder."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML/JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping of spec fields, got {type(data).__name__}")
+    base = path.resolve().parent
+    data["schemas"] = [str(base / p) for p in data.get("schemas") or []]
+    return parse_spec(data)
+
+
+def json_schema() -> str:
+    return json.dumps(DaggerSpec.model_json_schema(), indent=2)
