@@ -1,0 +1,320 @@
+"""Protobuf messages → Spark schema and Arrow record batches, column by column.
+
+Decoding is the hot path of every dagger (one Python call per event), so it is planned once per message type:
+each needed top-level field gets an extractor that turns a list of parsed messages into one Arrow array.
+Nested messages become structs, repeated fields lists, maps maps, enums their names, Timestamps timestamps.
+Only the fields a query uses are decoded (`columns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from pyspark.sql import types as T
+
+import protos
+
+TIMESTAMP = "google.protobuf.Timestamp"
+ROWTIME = "rowtime"
+SENTINEL = "__sentinel"  # set only on the end-of-input row that closes the last windows (`dagger run --once`)
+MAX_DEPTH = 6  # recursive messages are cut here
+ARROW_TS = pa.timestamp("us", tz="UTC")
+_WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
+_WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
+
+F = FieldDescriptor
+_SCALARS: dict[int, tuple[T.DataType, pa.DataType]] = {
+    F.TYPE_DOUBLE: (T.DoubleType(), pa.float64()),
+    F.TYPE_FLOAT: (T.FloatType(), pa.float32()),
+    F.TYPE_INT64: (T.LongType(), pa.int64()),
+    F.TYPE_SINT64: (T.LongType(), pa.int64()),
+    F.TYPE_SFIXED64: (T.LongType(), pa.int64()),
+    F.TYPE_UINT64: (T.LongType(), pa.int64()),  # values above 2^63 do not fit Spark's long: kept as wrapped
+    F.TYPE_FIXED64: (T.LongType(), pa.int64()),
+    F.TYPE_INT32: (T.IntegerType(), pa.int32()),
+    F.TYPE_SINT32: (T.IntegerType(), pa.int32()),
+    F.TYPE_SFIXED32: (T.IntegerType(), pa.int32()),
+    F.TYPE_UINT32: (T.LongType(), pa.int64()),
+    F.TYPE_FIXED32: (T.LongType(), pa.int64()),
+    F.TYPE_BOOL: (T.BooleanType(), pa.bool_()),
+    F.TYPE_STRING: (T.StringType(), pa.string()),
+    F.TYPE_BYTES: (T.BinaryType(), pa.binary()),
+    F.TYPE_ENUM: (T.StringType(), pa.string()),
+}
+
+
+class SchemaError(ValueError):
+    """A message or field that cannot be found or used; the message says which and what exists."""
+
+
+def descriptor_sets(extra: Iterable[Path] = ()) -> list[Path]:
+    """The platform's compiled protos plus a spec's extra descriptor sets (.desc/.pb). `.proto` files are compiled
+    by `compile_protos` first."""
+    return [protos.DESCRIPTOR_SET, *extra]
+
+
+def find_message(name: str, extra: Iterable[Path] = ()) -> Descriptor:
+    pool = protos.load_pool(descriptor_sets(extra))
+    try:
+        return pool.FindMessageTypeByName(name)
+    except KeyError:
+        known = sorted(_message_names(pool, descriptor_sets(extra)))
+        raise SchemaError(f"unknown protobuf message {name!r}; known: {', '.join(known)}") from None
+
+
+def _message_names(pool: Any, sets: list[Path]) -> list[str]:
+    names = []
+    for path in sets:
+        for f in descriptor_pb2.FileDescriptorSet.FromString(Path(path).read_bytes()).file:
+            if not f.name.startswith("google/"):
+                names += [f"{f.package}.{m.name}".lstrip(".") for m in f.message_type]
+    return names
+
+
+def _is_map(fd: FieldDescriptor) -> bool:
+    return fd.type == F.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry
+
+
+def _is_repeated(fd: FieldDescriptor) -> bool:
+    return fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == F.LABEL_REPEATED
+
+
+def _types(fd: FieldDescriptor, depth: int) -> tuple[T.DataType, pa.DataType]:
+    """(Spark type, Arrow type) of one field, repeated-ness included."""
+    if _is_map(fd):
+        k, v = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
+        (sk, ak), (sv, av) = _types(k, depth + 1), _types(v, depth + 1)
+        return T.MapType(sk, sv, True), pa.map_(ak, av)
+    if fd.type == F.TYPE_MESSAGE:
+        full = fd.message_type.full_name
+        if full == TIMESTAMP:
+            single: tuple[T.DataType, pa.DataType] = (T.TimestampType(), ARROW_TS)
+        elif full in _WRAPPERS:
+            single = _types(fd.message_type.fields_by_name["value"], depth + 1)
+        else:
+            single = _struct_types(fd.message_type, None, depth + 1)
+    else:
+        single = _SCALARS[fd.type]
+    if _is_repeated(fd):
+        return T.ArrayType(single[0], True), pa.list_(single[1])
+    return single
+
+
+def _struct_types(desc: Descriptor, columns: Sequence[str] | None, depth: int) -> tuple[T.StructType, pa.DataType]:
+    fields = [f for f in desc.fields if columns is None or f.name in columns]
+    if depth > MAX_DEPTH:
+        fields = [f for f in fields if f.type != F.TYPE_MESSAGE or f.message_type.full_name == TIMESTAMP]
+    pairs = [(f.name, *_types(f, depth)) for f in fields]
+    return (
+        T.StructType([T.StructField(n, s, True) for n, s, _ in pairs]),
+        pa.struct([pa.field(n, a) for n, _, a in pairs]),
+    )
+
+
+def field_names(desc: Descriptor) -> list[str]:
+    return [f.name for f in desc.fields]
+
+
+# -- extraction: list of messages → Arrow array ----------------------------------------------------------
+
+Extractor = Callable[[list[Any]], pa.Array]
+
+
+def _ts_micros(ts: Any) -> int:
+    return ts.seconds * 1_000_000 + ts.nanos // 1000
+
+
+def _scalar_extractor(fd: FieldDescriptor, arrow: pa.DataType) -> Extractor:
+    name = fd.name
+    if fd.type == F.TYPE_ENUM:
+        names = {v.number: v.name for v in fd.enum_type.values}
+
+        def enum(msgs: list[Any]) -> pa.Array:
+            return pa.array([names.get(getattr(m, name)) for m in msgs], pa.string())
+
+        return enum
+
+    def scalar(msgs: list[Any]) -> pa.Array:
+        return pa.array([getattr(m, name) for m in msgs], arrow)
+
+    return scalar
+
+
+def _message_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
+    name, full = fd.name, fd.message_type.full_name
+    if full == TIMESTAMP:
+
+        def ts(msgs: list[Any]) -> pa.Array:
+            return pa.array([_ts_micros(getattr(m, name)) if m.HasField(name) else None for m in msgs], ARROW_TS)
+
+        return ts
+    if full in _WRAPPERS:
+
+        def wrapper(msgs: list[Any]) -> pa.Array:
+            return pa.array([getattr(m, name).value if m.HasField(name) else None for m in msgs], arrow)
+
+        return wrapper
+    children = _plan(fd.message_type, None, depth + 1)
+
+    def struct(msgs: list[Any]) -> pa.Array:
+        subs = [getattr(m, name) for m in msgs]
+        mask = pa.array([not m.HasField(name) for m in msgs], pa.bool_())
+        arrays = [ex(subs) for _, ex in children]
+        return pa.StructArray.from_arrays(arrays, fields=list(arrow), mask=mask)
+
+    return struct
+
+
+def _repeated_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
+    name = fd.name
+    if _is_map(fd):
+        key_type = arrow.key_type
+        values_of = _item_extractor(fd.message_type.fields_by_name["value"], arrow.item_type, depth)
+
+        def mapping(msgs: list[Any]) -> pa.Array:
+            offsets, keys, values = [0], [], []
+            for m in msgs:
+                d = getattr(m, name)
+                keys.extend(d.keys())
+                values.extend(d.values())
+                offsets.append(len(keys))
+            return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, key_type), values_of(values))
+
+        return mapping
+
+    item = _item_extractor(fd, arrow.value_type, depth)
+
+    def repeated(msgs: list[Any]) -> pa.Array:
+        offsets, flat = [0], []
+        for m in msgs:
+            flat.extend(getattr(m, name))
+            offsets.append(len(flat))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), item(flat))
+
+    return repeated
+
+
+def _item_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
+    """Extractor over the elements of a repeated field (the elements themselves, not messages holding them)."""
+    if fd.type == F.TYPE_ENUM:
+        names = {v.number: v.name for v in fd.enum_type.values}
+        return lambda items: pa.array([names.get(v) for v in items], pa.string())
+    if fd.type != F.TYPE_MESSAGE:
+        return lambda items: pa.array(items, arrow)
+    full = fd.message_type.full_name
+    if full == TIMESTAMP:
+        return lambda items: pa.array([_ts_micros(t) for t in items], ARROW_TS)
+    if full in _WRAPPERS:
+        return lambda items: pa.array([w.value for w in items], arrow)
+    children = _plan(fd.message_type, None, depth + 1)
+    return lambda items: pa.StructArray.from_arrays([ex(items) for _, ex in children], fields=list(arrow))
+
+
+def _plan(desc: Descriptor, columns: Sequence[str] | None, depth: int) -> list[tuple[str, Extractor]]:
+    _, arrow = _struct_types(desc, columns, depth)
+    plan = []
+    for f in arrow:
+        fd = desc.fields_by_name[f.name]
+        if _is_repeated(fd):
+            ex = _repeated_extractor(fd, f.type, depth)
+        elif fd.type == F.TYPE_MESSAGE:
+            ex = _message_extractor(fd, f.type, depth)
+        else:
+            ex = _scalar_extractor(fd, f.type)
+        plan.append((f.name, ex))
+    return plan
+
+
+@dataclass
+class Decoded:
+    batch: pa.RecordBatch
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (index in the input, reason)
+
+
+class Decoder:
+    """Decodes payloads of one message type into Arrow batches with the stream's schema (+ `rowtime`).
+
+    `timestamp_field` (dotted for nested) gives event time: a Timestamp, or an integer of epoch seconds or
+    milliseconds (told apart by magnitude). A payload that does not parse, or has no event time, is an error
+    for that event only.
+    """
+
+    def __init__(self, desc: Descriptor, timestamp_field: str, columns: Sequence[str] | None = None) -> None:
+        self.cls: type[Message] = message_factory.GetMessageClass(desc)
+        self.desc = desc
+        self.timestamp_path = timestamp_field.split(".")
+        self._check_timestamp_field()
+        wanted = None if columns is None else [c for c in field_names(desc) if c in set(columns)]
+        self.plan = _plan(desc, wanted, 0)
+        spark_struct, arrow_struct = _struct_types(desc, wanted, 0)
+        self.spark_schema = T.StructType(
+            [*spark_struct.fields, T.StructField(ROWTIME, T.TimestampType()), T.StructField(SENTINEL, T.BooleanType())]
+        )
+        self.arrow_schema = pa.schema([*arrow_struct, pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_())])
+
+    def _check_timestamp_field(self) -> None:
+        desc: Descriptor | None = self.desc
+        for i, part in enumerate(self.timestamp_path):
+            assert desc is not None
+            fd = desc.fields_by_name.get(part)
+            if fd is None or _is_repeated(fd):
+                raise SchemaError(
+                    f"timestamp_field {'.'.join(self.timestamp_path)!r}: no field {part!r} in {desc.full_name}; "
+                    f"fields: {', '.join(field_names(desc))}"
+                )
+            last = i == len(self.timestamp_path) - 1
+            if fd.type == F.TYPE_MESSAGE and fd.message_type.full_name != TIMESTAMP:
+                desc = fd.message_type
+                if last:
+                    raise SchemaError(f"timestamp_field {part!r} is a {desc.full_name}, not a Timestamp or number")
+            elif not last:
+                raise SchemaError(f"timestamp_field: {part!r} is not a message, cannot select inside it")
+            elif fd.type not in (F.TYPE_MESSAGE, F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_INT32, F.TYPE_DOUBLE):
+                raise SchemaError(f"timestamp_field {part!r} must be a Timestamp or epoch seconds/milliseconds")
+
+    def _rowtime(self, m: Any) -> int | None:
+        for part in self.timestamp_path[:-1]:
+            if not m.HasField(part):
+                return None
+            m = getattr(m, part)
+        last = self.timestamp_path[-1]
+        v = getattr(m, last)
+        if hasattr(v, "seconds"):
+            return _ts_micros(v) if m.HasField(last) else None
+        if not v:
+            return None
+        return int(v * 1000) if v > 100_000_000_000 else int(v * 1_000_000)  # epoch ms vs s
+
+    def decode(self, payloads: Sequence[bytes | None]) -> Decoded:
+        parse = self.cls.FromString
+        msgs: list[Any] = []
+        rowtimes: list[int] = []
+        errors: list[tuple[int, str]] = []
+        for i, p in enumerate(payloads):
+            try:
+                m = parse(p or b"")
+            except DecodeError as e:
+                errors.append((i, f"not a valid {self.desc.full_name}: {e}"))
+                continue
+            t = self._rowtime(m)
+            if t is None:
+                errors.append((i, f"{'.'.join(self.timestamp_path)} is missing: no event time"))
+                continue
+            msgs.append(m)
+            rowtimes.append(t)
+        arrays = [ex(msgs) for _, ex in self.plan]
+        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(msgs), pa.bool_())]
+        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors)
+
+    def sentinel(self, rowtime_micros: int) -> pa.RecordBatch:
+        """One row with only `rowtime` and `__sentinel` set: advances the watermark, then is filtered out."""
+        arrays = [pa.nulls(1, f.type) for f in self.arrow_schema][:-2]
+        arrays += [pa.array([rowtime_micros], ARROW_TS), pa.array([True])]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
