@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -114,6 +114,10 @@ class KafkaProtoSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(self.opts)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """Batch read of the last `tail` events of each partition (`dagger preview`)."""
+        return KafkaTailReader(self.opts, int(self.options.get("tail", "10000")))
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -249,6 +253,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         assert isinstance(partition, RangePartition)
         yield from read_range(self.stream, decoder, partition)
+
+
+class KafkaTailReader(DataSourceReader):
+    def __init__(self, opts: SourceOptions, tail: int) -> None:
+        self.opts, self.tail = opts, tail
+
+    def partitions(self) -> list[InputPartition]:
+        planner = KafkaStreamReader(self.opts)
+        try:
+            lows, ends = planner._ends()
+        finally:
+            planner.stop()
+        return [
+            RangePartition(t, int(p), max(lows[t][p], end - self.tail), end)
+            for t, parts in ends.items()
+            for p, end in parts.items()
+            if end > lows[t][p]
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        yield from read_range(self.opts.stream, self.opts.decoder(), partition)
 
 
 def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> Iterator[pa.RecordBatch]:

@@ -1,0 +1,159 @@
+"""plan → apply: run a dagger as a Spark Structured Streaming query, and preview it on recent events.
+
+Each stream is read by the Kafka source (jobs/kafka_source.py), given its watermark, and exposed to SQL as a
+temp view named like the stream's table. Results go through foreachBatch to the sink, whose writes are
+idempotent per batch id, so a crash and replay has an exactly-once effect.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, ensure_topics
+from jobs.plan import DaggerPlan
+from jobs.protobuf import ROWTIME, SENTINEL
+from jobs.session import spark_session
+from jobs.sinks import open_sink
+from jobs.udfs import register_udfs
+
+log = logging.getLogger("dagger")
+
+
+@dataclass
+class RunResult:
+    batches: int = 0
+    rows_written: int = 0
+    input_rows: int = 0
+    max_event_time: datetime | None = None
+    progress: list[dict[str, Any]] = field(default_factory=list)
+
+
+def session_for(plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
+    spec = plan.spec
+    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+    spark.dataSource.register(KafkaProtoSource)
+    register_udfs(spark)
+    return spark
+
+
+def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, splits: int) -> SourceOptions:
+    sp = plan.streams[i]
+    micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
+    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, splits)
+
+
+def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
+    delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
+    for i, sp in enumerate(plan.streams):
+        opts = _source_options(plan, i, flush_at, splits=1)
+        df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
+        # The sentinel must pass the watermark before it is dropped: a filter that reads the event-time column is
+        # not pushed below the watermark by the optimizer.
+        df = df.withWatermark(ROWTIME, f"{delay_ms} milliseconds")
+        df = df.where(f"{SENTINEL} IS NULL OR {ROWTIME} IS NULL").drop(SENTINEL)
+        df.createOrReplaceTempView(sp.table)
+    return spark.sql(plan.query.spark_sql)
+
+
+def _event_time_max(progress: dict[str, Any]) -> datetime | None:
+    value = (progress.get("eventTime") or {}).get("max")
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def run(
+    plan: DaggerPlan,
+    spark: SparkSession,
+    once: bool = False,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
+    is available, close every window, and return."""
+    spec = plan.spec
+    for stream in spec.streams:
+        ensure_topics(stream.kafka.bootstrap_servers, [stream.dead_letter_topic])
+    sink = open_sink(spec, plan.shape)
+    result = RunResult()
+
+    def write_batch(df: DataFrame, batch_id: int) -> None:
+        table: pa.Table = df.toArrow()
+        result.rows_written += sink.write(table, batch_id)
+        result.batches += 1
+
+    def start(flush_at: datetime | None) -> StreamingQuery:
+        writer = (
+            streaming_frame(spark, plan, flush_at)
+            .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))
+            .outputMode(plan.output_mode)
+            .foreachBatch(write_batch)
+            .option("checkpointLocation", str(plan.checkpoint))
+        )
+        if once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{int(spec.trigger_interval.total_seconds() * 1000)} milliseconds")
+        return writer.start()
+
+    def follow(q: StreamingQuery) -> None:
+        seen: set[tuple[str, int]] = set()
+        stop = {"requested": False}
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("signal %s: stopping after the current batch", signum)
+            stop["requested"] = True
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            while q.isActive and not stop["requested"]:
+                q.awaitTermination(0.5)
+                for p in q.recentProgress:
+                    key = (p["runId"], p["batchId"])
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    result.progress.append(p)
+                    result.input_rows += p.get("numInputRows", 0)
+                    t = _event_time_max(p)
+                    if t and (result.max_event_time is None or t > result.max_event_time):
+                        result.max_event_time = t
+                    if on_progress:
+                        on_progress(p)
+            if stop["requested"] and q.isActive:
+                q.stop()
+            if q.exception():
+                raise RuntimeError(f"dagger {spec.qualified_name} failed: {q.exception()}")
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    try:
+        if not once:
+            follow(start(None))
+            return result
+        # --once: all input, then a sentinel event after every window so the watermark closes them all.
+        # Its time is only known after reading: first guess "now", then go past the latest event if it is later.
+        margin = spec.watermark_delay + plan.longest_window + timedelta(seconds=1)
+        first = datetime.now(UTC) + margin
+        follow(start(first))
+        if result.max_event_time is not None and result.max_event_time + margin > first:
+            follow(start(result.max_event_time + margin))
+        return result
+    finally:
+        sink.close()
+
+
+def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:
+    """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW)."""
+    for i, sp in enumerate(plan.streams):
+        opts = _source_options(plan, i, None, 1)
+        df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
+        df.drop(SENTINEL).createOrReplaceTempView(sp.table)
+    return spark.sql(plan.query.spark_sql).limit(limit).toArrow()
