@@ -23,6 +23,7 @@ from jobs.plan import DaggerPlan
 from jobs.protobuf import ROWTIME, SENTINEL
 from jobs.session import spark_session
 from jobs.sinks import open_sink
+from jobs.telemetry import Telemetry
 from jobs.udfs import register_udfs
 
 log = logging.getLogger("dagger")
@@ -81,6 +82,7 @@ def run(
     for stream in spec.streams:
         ensure_topics(stream.kafka.bootstrap_servers, [stream.dead_letter_topic])
     sink = open_sink(spec, plan.shape)
+    telemetry = Telemetry(spec.qualified_name, spec.telemetry_url)
     result = RunResult()
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
@@ -124,6 +126,7 @@ def run(
                     t = _event_time_max(p)
                     if t and (result.max_event_time is None or t > result.max_event_time):
                         result.max_event_time = t
+                    telemetry.record(p, getattr(sink, "errors", 0))
                     if on_progress:
                         on_progress(p)
             if stop["requested"] and q.isActive:

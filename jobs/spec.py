@@ -152,6 +152,9 @@ class DaggerSpec(Model):
     parallelism: int = Field(2, ge=1, le=256, description="Spark tasks per stage (shuffle partitions).")
     sink: Sink = Field(default_factory=LogSink)  # type: ignore[arg-type]
     checkpoint_dir: Path | None = Field(None, description="Default: <state>/daggers/<team>/<name>/checkpoint.")
+    telemetry_url: str | None = Field(
+        None, description="InfluxDB-compatible URL (e.g. VictoriaMetrics) for `dagger_metrics`; unset: log only."
+    )
 
     @model_validator(mode="after")
     def _unique_tables(self) -> DaggerSpec:

@@ -1,0 +1,77 @@
+"""Per-dagger telemetry from Spark's streaming progress → the TSDB (`dagger_metrics`) and the driver log.
+
+Malformed events are derived, not counted twice: every offset of a batch's range is either a decoded row or a
+dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("dagger.telemetry")
+MEASUREMENT = "dagger_metrics"
+
+
+def _offsets(raw: Any) -> dict[str, dict[str, int]]:
+    d = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    return {t: parts for t, parts in d.items() if isinstance(parts, dict)}
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(",", r"\,").replace(" ", r"\ ").replace("=", r"\=")
+
+
+def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
+    """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
+    ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
+    consumed = 0
+    lines = []
+    for source in progress.get("sources", []):
+        start, end, latest = (_offsets(source.get(k)) for k in ("startOffset", "endOffset", "latestOffset"))
+        for topic, parts in end.items():
+            for p, off in parts.items():
+                consumed += off - start.get(topic, {}).get(p, off)
+                lag = max(0, latest.get(topic, {}).get(p, off) - off)
+                lines.append(
+                    f"{MEASUREMENT},dagger={_escape(dagger)},topic={_escape(topic)},partition={p} lag={lag}i {ts_ns}"
+                )
+    rows = int(progress.get("numInputRows", 0))
+    fields = {
+        "input_rows": f"{rows}i",
+        "input_rate": f"{float(progress.get('inputRowsPerSecond') or 0.0)}",
+        "processed_rate": f"{float(progress.get('processedRowsPerSecond') or 0.0)}",
+        "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
+        "malformed": f"{max(0, consumed - rows)}i",
+        "sink_errors": f"{sink_errors}i",
+    }
+    watermark = (progress.get("eventTime") or {}).get("watermark")
+    if watermark:
+        fields["watermark_ms"] = f"{int(datetime.fromisoformat(watermark.replace('Z', '+00:00')).timestamp() * 1000)}i"
+    body = ",".join(f"{k}={v}" for k, v in fields.items())
+    lines.append(f"{MEASUREMENT},dagger={_escape(dagger)} {body} {ts_ns}")
+    return lines
+
+
+class Telemetry:
+    """Writes progress points to an InfluxDB-compatible `/write` endpoint; never fails the dagger."""
+
+    def __init__(self, dagger: str, url: str | None, database: str = "daggers") -> None:
+        self.dagger, self.url, self.database = dagger, url, database
+        self.failures = 0
+
+    def record(self, progress: dict[str, Any], sink_errors: int = 0) -> None:
+        lines = progress_points(self.dagger, progress, sink_errors)
+        log.info("%s", lines[-1])
+        if not self.url:
+            return
+        try:
+            r = httpx.post(f"{self.url}/write", params={"db": self.database}, content="\n".join(lines), timeout=5)
+            r.raise_for_status()
+        except httpx.HTTPError as e:  # telemetry is best effort: count and log, keep processing
+            self.failures += 1
+            log.warning("telemetry write to %s failed (%d so far): %s", self.url, self.failures, e)
