@@ -40,10 +40,13 @@ class RunResult:
 
 def session_for(plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
     spec = plan.spec
-    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+    return spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+
+
+def _prepare(spark: SparkSession) -> None:
+    """What every dagger query needs in its session: the Kafka source and the UDFs (re-registering is harmless)."""
     spark.dataSource.register(KafkaProtoSource)
     register_udfs(spark)
-    return spark
 
 
 def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, splits: int) -> SourceOptions:
@@ -53,14 +56,16 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, splits:
 
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
+    _prepare(spark)
     delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, flush_at, splits=1)
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
-        # The sentinel must pass the watermark before it is dropped: a filter that reads the event-time column is
-        # not pushed below the watermark by the optimizer.
+        # The sentinel must reach the watermark before it is dropped, whatever the user's WHERE says. Spark pushes
+        # filters below the watermark unless they read the event-time column, and pushes or merges filters through
+        # deterministic ones: so this filter reads `rowtime`, and its leading nondeterministic term (spark_partition_id) makes it a barrier.
         df = df.withWatermark(ROWTIME, f"{delay_ms} milliseconds")
-        df = df.where(f"{SENTINEL} IS NULL OR {ROWTIME} IS NULL").drop(SENTINEL)
+        df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)").drop(SENTINEL)
         df.createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql)
 
@@ -134,6 +139,8 @@ def run(
             if q.exception():
                 raise RuntimeError(f"dagger {spec.qualified_name} failed: {q.exception()}")
         finally:
+            if q.isActive:  # an error on our side: never leave the query running behind
+                q.stop()
             for s, h in previous.items():
                 signal.signal(s, h)
 
@@ -155,6 +162,7 @@ def run(
 
 def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:
     """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW)."""
+    _prepare(spark)
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, None, 1)
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()

@@ -47,7 +47,8 @@ def _tokens(sql: str) -> list[Token]:
 
 def _referenced_names(sql: str) -> set[str]:
     """Every identifier in the query: a superset of the top-level fields it reads (tokens, so any dialect)."""
-    return {t.text.strip('`"') for t in _tokens(sql) if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)}
+    # Any token but strings: field names like `long` or `status` are keywords to the tokenizer.
+    return {t.text.strip('`"') for t in _tokens(sql) if t.token_type != TokenType.STRING}
 
 
 def _longest_interval(sql: str) -> timedelta:

@@ -18,7 +18,7 @@ MEASUREMENT = "dagger_metrics"
 
 
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
-    d = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    d = (json.loads(raw) if isinstance(raw, str) else raw) or {}
     return {t: parts for t, parts in d.items() if isinstance(parts, dict)}
 
 

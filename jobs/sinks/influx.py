@@ -1,0 +1,213 @@
+"""InfluxDB line-protocol sink: API v2 through influxdb-client (VictoriaMetrics, InfluxDB 1.8+/2.x), or InfluxDB 1.x
+`/write?db=` over plain HTTP.
+
+Columns become tags or fields the way raystack/dagger's InfluxDB sink names them, plus string columns:
+- `tag_*` columns are tags under their full name (`tag_city_id` stays `tag_city_id`), as dagger does;
+- `label_*` columns are tags with the prefix stripped (`label_s2id` becomes `s2id`), as dagger does;
+- other string columns are tags too (dagger would write them as string fields, which VictoriaMetrics stores as 0);
+- numeric and boolean columns are fields (null, NaN and infinite values are left out);
+- the time column (sink.time_column, else the shape's, e.g. the window end) is the point's time, in ms. Other
+  timestamp/date columns (window start) and nested columns are not written: a time series has one time.
+
+Idempotence: a point is identified by measurement + tags + time, so rewriting a replayed batch rewrites the same
+points with the same values (InfluxDB overwrites; VictoriaMetrics, run with -dedup.minScrapeInterval=1ms, keeps one
+sample per millisecond). A later batch updating a window rewrites the point with the new values: InfluxDB keeps the
+new ones; VictoriaMetrics keeps one of the samples of that millisecond (the last one written, as observed with
+1.79, but its docs do not promise which). Without a time column the point time is the write time, and a replay
+after a crash lands at a new time: give the query a window end.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pyarrow.compute as pc
+from influxdb_client import InfluxDBClient, WriteApi
+from influxdb_client.client.write_api import SYNCHRONOUS
+from influxdb_client.domain.write_precision import WritePrecision
+from influxdb_client.rest import ApiException
+
+from jobs.sinks.base import BaseSink, OutputShape, RetryPolicy, SinkError, log, secret
+from jobs.spec import DaggerSpec, InfluxSink
+
+CHUNK = 10_000  # lines per HTTP request
+_MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": " "})
+_KEY = str.maketrans({",": r"\,", "=": r"\=", " ": r"\ ", "\n": " "})
+
+
+def tag_name(column: str) -> str:
+    return column.removeprefix("label_") if column.startswith("label_") and len(column) > 6 else column
+
+
+def _is_tag(column: str, dtype: pa.DataType) -> bool:
+    return column.startswith(("tag_", "label_")) or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+
+
+def _is_field(dtype: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype) or dtype == pa.bool_()
+    )
+
+
+def _tag_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return text.translate(_KEY) or None  # influx refuses empty tag values: leave the tag out
+
+
+def _field_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value}i" if -(2**63) <= value < 2**63 else repr(float(value))
+    number = float(value) if isinstance(value, Decimal) else value
+    return repr(float(number)) if math.isfinite(number) else None
+
+
+def _epoch_ms(column: pa.ChunkedArray) -> list[int | None]:
+    """A timestamp column as epoch milliseconds (sub-ms truncated), without a Python datetime per row."""
+    if pa.types.is_date(column.type):
+        column = column.cast(pa.timestamp("ms"))
+    return pc.cast(pc.cast(column, pa.timestamp("ms", tz="UTC"), safe=False), pa.int64()).to_pylist()
+
+
+class InfluxWriter(BaseSink):
+    kind = "influx"
+
+    def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
+        super().__init__(dagger, shape, retry)
+        sink = dagger.sink
+        assert isinstance(sink, InfluxSink)
+        self.sink = sink
+        self.measurement = sink.measurement or dagger.name
+        self.time_column = sink.time_column or shape.time_column
+        self.url = sink.url.rstrip("/")
+        # Secrets are read once, kept out of messages and logs.
+        token = secret(sink.token_env, "influx", "token_env")
+        username = secret(sink.username_env, "influx", "username_env")
+        password = secret(sink.password_env, "influx", "password_env")
+        if (username is None) != (password is None):
+            raise SinkError("influx sink: sink.username_env and sink.password_env must be given together")
+        self._auth = (username, password) if username is not None and password is not None else None
+        self._http: httpx.Client | None = None
+        self._client: InfluxDBClient | None = None
+        self._write_api: WriteApi | None = None
+        if sink.version == 2 and token is None and self._auth:
+            token = f"{self._auth[0]}:{self._auth[1]}"  # InfluxDB 1.8's v2 compatibility API takes user:password
+        self._token = token
+        self.skipped_columns: tuple[str, ...] = ()
+
+    # -- lines ---------------------------------------------------------------------------------------------------
+
+    def lines(self, batch: pa.Table) -> tuple[list[str], int]:
+        """The batch as line protocol (ms precision), and the number of rows left out for having no field."""
+        names = batch.column_names
+        if self.time_column is not None and self.time_column not in names:
+            raise SinkError(
+                f"influx sink: time column {self.time_column!r} (sink.time_column or the window end) "
+                f"is not among the columns {names}"
+            )
+        tags: list[tuple[str, list[Any]]] = []
+        fields: list[tuple[str, list[Any]]] = []
+        skipped: list[str] = []
+        for name, column in zip(names, batch.columns, strict=True):
+            if name == self.time_column:
+                continue
+            if _is_tag(name, column.type):
+                tags.append((tag_name(name).translate(_KEY), column.to_pylist()))
+            elif _is_field(column.type):
+                fields.append((name.translate(_KEY), column.to_pylist()))
+            else:
+                skipped.append(name)
+        if tuple(skipped) != self.skipped_columns:
+            self.skipped_columns = tuple(skipped)
+            if skipped:
+                log.info("%s: columns %s are neither tags nor fields: not written", self.label, skipped)
+        tags.sort(key=lambda t: t[0])  # influx's preferred order: sorted tag keys
+        if self.time_column is not None:
+            times: list[int | None] = _epoch_ms(batch.column(self.time_column))
+        else:
+            times = [int(time.time() * 1000)] * batch.num_rows
+        measurement = self.measurement.translate(_MEASUREMENT)
+        out: list[str] = []
+        no_fields = 0
+        for i in range(batch.num_rows):
+            field_set = ",".join(f"{k}={v}" for k, values in fields if (v := _field_value(values[i])) is not None)
+            if not field_set or times[i] is None:
+                no_fields += 1
+                continue
+            tag_set = "".join(f",{k}={v}" for k, values in tags if (v := _tag_value(values[i])) is not None)
+            out.append(f"{measurement}{tag_set} {field_set} {times[i]}")
+        return out, no_fields
+
+    # -- writing -------------------------------------------------------------------------------------------------
+
+    def _write_batch(self, batch: pa.Table, batch_id: int) -> tuple[int, int]:
+        lines, skipped = self.lines(batch)
+        for start in range(0, len(lines), CHUNK):
+            chunk = lines[start : start + CHUNK]
+            if self.sink.version == 1:
+                self._write_v1(chunk)
+            else:
+                self._write_v2(chunk)
+        return len(lines), skipped
+
+    def _write_v1(self, lines: list[str]) -> None:
+        if self._http is None:
+            # Basic auth, not u=/p= query parameters: URLs end up in error messages.
+            self._http = httpx.Client(timeout=30, auth=self._auth)
+        r = self._http.post(
+            f"{self.url}/write",
+            params={"db": self.sink.database, "precision": "ms"},
+            content="\n".join(lines).encode(),
+        )
+        if r.status_code != 204:
+            raise InfluxHTTPError(r.status_code, r.text.strip()[:500])
+
+    def _write_v2(self, lines: list[str]) -> None:
+        if self._write_api is None:
+            # retries=False: the sink's own loop retries the whole batch, with its own bound and backoff.
+            self._client = InfluxDBClient(
+                url=self.url, token=self._token, org=self.sink.org or "-", timeout=30_000, retries=False
+            )
+            self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
+        self._write_api.write(
+            bucket=self.sink.database, org=self.sink.org or "-", record=lines, write_precision=WritePrecision.MS
+        )
+
+    def _retriable(self, error: Exception) -> bool:
+        # A 4xx (bad line, unknown database, auth) fails the same way again; 429 and 5xx may not.
+        status = error.status if isinstance(error, ApiException | InfluxHTTPError) else None
+        return status is None or status == 429 or status >= 500
+
+    def _recover(self, error: Exception) -> None:
+        self._close_clients()
+
+    def _close_clients(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        if self._write_api is not None:
+            self._write_api.close()
+            self._write_api = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def close(self) -> None:
+        self._close_clients()
+        super().close()
+
+
+class InfluxHTTPError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
