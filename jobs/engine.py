@@ -63,7 +63,8 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
         # The sentinel must reach the watermark before it is dropped, whatever the user's WHERE says. Spark pushes
         # filters below the watermark unless they read the event-time column, and pushes or merges filters through
-        # deterministic ones: so this filter reads `rowtime`, and its leading nondeterministic term (spark_partition_id) makes it a barrier.
+        # deterministic ones: so this filter reads `rowtime`, and its leading
+        # nondeterministic term (spark_partition_id) makes it a barrier.
         df = df.withWatermark(ROWTIME, f"{delay_ms} milliseconds")
         df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)").drop(SENTINEL)
         df.createOrReplaceTempView(sp.table)

@@ -20,12 +20,12 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from daggers.events import common_pb2, driver_location_pb2
-from jobs.sinks import read_log
 from pyspark.sql import SparkSession
 
 from jobs.engine import run
 from jobs.generator import booking_logs, driver_pings, produce
 from jobs.plan import plan_dagger
+from jobs.sinks import read_log
 from jobs.spec import parse_spec
 from odin.paths import BIN_DIR
 from tests.conftest import Services
