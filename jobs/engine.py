@@ -132,7 +132,7 @@ def run(
                     t = _event_time_max(p)
                     if t and (result.max_event_time is None or t > result.max_event_time):
                         result.max_event_time = t
-                    telemetry.record(p, getattr(sink, "errors", 0))
+                    telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p)
             if stop["requested"] and q.isActive:

@@ -39,6 +39,8 @@ class OutputShape:
 
 @runtime_checkable
 class SinkWriter(Protocol):
+    attempts_failed: int  # failed write attempts so far (retried or not), for telemetry
+
     def write(self, batch: pa.Table, batch_id: int) -> int: ...  # returns rows written
 
     def close(self) -> None: ...
