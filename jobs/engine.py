@@ -49,17 +49,16 @@ def _prepare(spark: SparkSession) -> None:
     register_udfs(spark)
 
 
-def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, splits: int) -> SourceOptions:
-    sp = plan.streams[i]
+def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
     micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
-    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, splits)
+    return SourceOptions(plan.spec.streams[i], plan.streams[i].columns, plan.schemas, micros)
 
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
     _prepare(spark)
     delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
     for i, sp in enumerate(plan.streams):
-        opts = _source_options(plan, i, flush_at, splits=1)
+        opts = _source_options(plan, i, flush_at)
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
         # The sentinel must reach the watermark before it is dropped, whatever the user's WHERE says. Spark pushes
         # filters below the watermark unless they read the event-time column, and pushes or merges filters through
@@ -151,7 +150,7 @@ def run(
             return result
         # --once: all input, then a sentinel event after every window so the watermark closes them all.
         # Its time is only known after reading: first guess "now", then go past the latest event if it is later.
-        margin = spec.watermark_delay + plan.longest_window + timedelta(seconds=1)
+        margin = spec.watermark_delay + plan.query.window + timedelta(seconds=1)
         first = datetime.now(UTC) + margin
         follow(start(first))
         if result.max_event_time is not None and result.max_event_time + margin > first:
@@ -165,7 +164,7 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
     """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW)."""
     _prepare(spark)
     for i, sp in enumerate(plan.streams):
-        opts = _source_options(plan, i, None, 1)
+        opts = _source_options(plan, i, None)
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
         df.drop(SENTINEL).createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()

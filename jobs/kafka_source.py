@@ -48,7 +48,6 @@ class SourceOptions:
     columns: list[str] | None  # top-level fields the query uses; None = all
     schemas: list[str]  # extra descriptor sets
     flush_at_micros: int | None = None  # `--once` end of input: sentinel row time
-    num_splits: int = 1  # split a partition's range into this many tasks
 
     def to_option(self) -> str:
         return json.dumps(
@@ -57,16 +56,13 @@ class SourceOptions:
                 "columns": self.columns,
                 "schemas": self.schemas,
                 "flush_at_micros": self.flush_at_micros,
-                "num_splits": self.num_splits,
             }
         )
 
     @classmethod
     def from_option(cls, raw: str) -> SourceOptions:
         d = json.loads(raw)
-        return cls(
-            StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"], d["num_splits"]
-        )
+        return cls(StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"])
 
     def decoder(self) -> Decoder:
         desc = find_message(self.stream.proto, [Path(p) for p in self.schemas])
@@ -221,8 +217,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin = start.get(topic, {}).get(p, 0)
                 if stop <= begin:
                     continue
-                step = -(-(stop - begin) // self.opts.num_splits)
-                parts += [RangePartition(topic, int(p), b, min(stop, b + step)) for b in range(begin, stop, step)]
+                parts.append(RangePartition(topic, int(p), begin, stop))
         if end.get(FLUSH, 0) > start.get(FLUSH, 0):  # from the offsets, so a replayed batch is the same
             parts.append(SentinelPartition(end[FLUSH]))
         return parts

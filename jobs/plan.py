@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 from sqlglot.tokens import Token, Tokenizer, TokenType
@@ -15,8 +13,6 @@ from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
 from jobs.udfs import SCALAR_UDFS
 from odin.paths import default_state_dir
-
-_UNIT_SECONDS = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 
 @dataclass(frozen=True)
@@ -34,7 +30,6 @@ class DaggerPlan:
     shape: OutputShape
     output_mode: str  # append: rows are final (windows closed by the watermark); update: upserted
     checkpoint: Path
-    longest_window: timedelta
 
     @property
     def schemas(self) -> list[str]:
@@ -49,20 +44,6 @@ def _referenced_names(sql: str) -> set[str]:
     """Every identifier in the query: a superset of the top-level fields it reads (tokens, so any dialect)."""
     # Any token but strings: field names like `long` or `status` are keywords to the tokenizer.
     return {t.text.strip('`"') for t in _tokens(sql) if t.token_type != TokenType.STRING}
-
-
-def _longest_interval(sql: str) -> timedelta:
-    """The longest duration written in the query (`INTERVAL '60' SECOND`, `'1 minute'`): bounds window length."""
-    tokens = _tokens(sql)
-    longest = timedelta(0)
-    for i, t in enumerate(tokens):
-        text = t.text.lower().strip()
-        if t.token_type == TokenType.STRING and i + 1 < len(tokens) and re.fullmatch(r"\d+", text):
-            text = f"{text} {tokens[i + 1].text.lower()}"  # INTERVAL '60' SECOND
-        m = re.fullmatch(r"(\d+)\s*([a-z]+?)s?", text)
-        if m and m.group(2) in _UNIT_SECONDS:
-            longest = max(longest, timedelta(seconds=int(m.group(1)) * _UNIT_SECONDS[m.group(2)]))
-    return longest
 
 
 def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
@@ -89,13 +70,14 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         columns = [f.name for f in full.spark_schema.fields if f.name in used and f.name != ROWTIME]
         pruned = Decoder(full.desc, stream.timestamp_field, columns)
         streams.append(StreamPlan(stream.table, pruned, columns))
-    checkpoint = spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name
+    checkpoint = (
+        spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name / "checkpoint"
+    )
     return DaggerPlan(
         spec=spec,
         streams=streams,
         query=query,
         shape=OutputShape(query.key_columns, query.value_columns, query.time_column),
         output_mode="update" if query.aggregated and not query.windowed else "append",
-        checkpoint=Path(checkpoint) / "checkpoint" if spec.checkpoint_dir is None else Path(checkpoint),
-        longest_window=_longest_interval(spec.sql),
+        checkpoint=checkpoint,
     )

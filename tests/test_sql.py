@@ -121,7 +121,7 @@ def test_surge_seed_query_translates_tumble_and_keeps_aliases() -> None:
     assert "window(rowtime, '1 minute').end AS window_timestamp" in q.spark_sql
     assert "`data_stream`" in q.spark_sql and "TUMBLE" not in q.spark_sql.upper()
     assert q.tables == ("data_stream",)
-    assert q.aggregated and q.windowed
+    assert q.aggregated and q.windowed and q.window == timedelta(minutes=1)
     assert q.key_columns == ("tag_city_id", "tag_s2id", "tag_vehicle_type", "window_timestamp")
     assert q.value_columns == ("num_of_bookings",)
     assert q.time_column == "window_timestamp"
@@ -187,6 +187,7 @@ def test_hop_is_spark_window_with_size_then_slide() -> None:
     assert "GROUP BY window(rowtime, '5 minutes', '1 minute')" in q.spark_sql
     assert "window(rowtime, '5 minutes', '1 minute').end AS e" in q.spark_sql
     assert (q.key_columns, q.value_columns, q.time_column) == (("s", "e"), ("total",), "e")
+    assert q.window == timedelta(minutes=5)
 
 
 def test_tumble_end_must_match_the_group_window() -> None:
@@ -214,7 +215,7 @@ def test_session_windows_need_another_key() -> None:
 
 def test_plain_group_by_is_aggregated_but_not_windowed() -> None:
     q = booking("SELECT city_id, count(1) AS n FROM data_stream GROUP BY city_id")
-    assert q.aggregated and not q.windowed and q.time_column is None
+    assert q.aggregated and not q.windowed and q.time_column is None and q.window == timedelta(0)
     assert (q.key_columns, q.value_columns) == (("city_id",), ("n",))
     assert "belongs in GROUP BY" in sql_error("SELECT TUMBLE(rowtime, INTERVAL '1' MINUTE) AS w FROM data_stream")
     assert "more than one event-time window" in sql_error(

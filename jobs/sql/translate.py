@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from pyspark.sql.types import StructType
 from sqlglot import exp
@@ -35,6 +36,7 @@ class Query:
     key_columns: tuple[str, ...]  # output columns identifying a row: group keys incl. window start/end columns
     value_columns: tuple[str, ...]  # the other output columns (aggregates)
     time_column: str | None  # output column holding the window end (TUMBLE_END/HOP_END) else window start, else None
+    window: timedelta = timedelta(0)  # longest event-time window (session: its gap); 0 if none or not known
 
 
 def translate(sql: str, tables: Mapping[str, StructType], functions: Iterable[str] = ()) -> Query:
@@ -76,6 +78,7 @@ def translate(sql: str, tables: Mapping[str, StructType], functions: Iterable[st
         key_columns=keys,
         value_columns=values,
         time_column=(ends or starts or [None])[0],
+        window=timedelta(microseconds=max((w.size for w in windows if w is not None), default=0)),
     )
 
 
