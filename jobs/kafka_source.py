@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -65,8 +65,14 @@ class SourceOptions:
         return cls(StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"])
 
     def decoder(self) -> Decoder:
-        desc = find_message(self.stream.proto, [Path(p) for p in self.schemas])
-        return Decoder(desc, self.stream.timestamp_field, self.columns)
+        columns = None if self.columns is None else tuple(self.columns)
+        return _decoder(self.stream.proto, tuple(self.schemas), self.stream.timestamp_field, columns)
+
+
+@lru_cache(maxsize=32)
+def _decoder(proto: str, schemas: tuple[str, ...], timestamp_field: str, columns: tuple[str, ...] | None) -> Decoder:
+    """One decoder per stream and worker process: every task of every batch reuses it (decoding is stateless)."""
+    return Decoder(find_message(proto, schemas), timestamp_field, columns)
 
 
 def kafka_config(stream: StreamSpec, **extra: Any) -> dict[str, Any]:

@@ -8,14 +8,17 @@ Only the fields a query uses are decoded (`columns`).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import DecodeError, Message
 from pyspark.sql import types as T
 
@@ -26,8 +29,8 @@ ROWTIME = "rowtime"
 SENTINEL = "__sentinel"  # set only on the end-of-input row that closes the last windows (`dagger run --once`)
 MAX_DEPTH = 6  # recursive messages are cut here
 ARROW_TS = pa.timestamp("us", tz="UTC")
-_WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
-_WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
+WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
+WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
 
 F = FieldDescriptor
 _SCALARS: dict[int, tuple[T.DataType, pa.DataType]] = {
@@ -54,31 +57,44 @@ class SchemaError(ValueError):
     """A message or field that cannot be found or used; the message says which and what exists."""
 
 
-def descriptor_sets(extra: Iterable[Path] = ()) -> list[Path]:
-    """The platform's compiled protos plus a spec's extra descriptor sets (.desc/.pb). `.proto` files are compiled
-    by `compile_protos` first."""
-    return [protos.DESCRIPTOR_SET, *extra]
+def compile_protos(files: list[Path], out_dir: Path) -> Path:
+    """A descriptor set for a spec's extra `.proto` files (imports resolved against their folders and protos/)."""
+    from grpc_tools import protoc
+
+    out = out_dir / "extra-schemas.desc"
+    include = Path(protoc.__file__).parent / "_proto"
+    dirs = sorted({str(f.resolve().parent) for f in files})
+    args = ["protoc", *(f"-I{d}" for d in dirs), f"-I{protos.PROTO_ROOT}", f"-I{include}"]
+    args += [f"--descriptor_set_out={out}", "--include_imports", *(str(f.resolve()) for f in files)]
+    if protoc.main(args) != 0:
+        raise SchemaError(f"protoc could not compile schemas {[str(f) for f in files]}")
+    return out
 
 
-def find_message(name: str, extra: Iterable[Path] = ()) -> Descriptor:
-    pool = protos.load_pool(descriptor_sets(extra))
+@lru_cache(maxsize=32)
+def _schemas(extra: tuple[str, ...]) -> tuple[DescriptorPool, tuple[str, ...]]:
+    """The pool (and message names) of protos/ plus a spec's `schemas`: descriptor sets, or `.proto` files compiled
+    here. Cached: Spark tasks of one worker process look messages up once, not per task."""
+    sets = [protos.DESCRIPTOR_SET, *(Path(p) for p in extra if not p.endswith(".proto"))]
+    sources = [Path(p) for p in extra if p.endswith(".proto")]
+    with tempfile.TemporaryDirectory(prefix="dagger-schemas-") as tmp:
+        if sources:
+            sets.append(compile_protos(sources, Path(tmp)))
+        try:  # both read the files fully before the temp dir goes
+            return protos.load_pool(sets), tuple(protos.message_names(sets))
+        except FileNotFoundError as e:
+            raise SchemaError(str(e)) from None
+
+
+def find_message(name: str, extra: Iterable[Path | str] = ()) -> Descriptor:
+    pool, known = _schemas(tuple(str(p) for p in extra))
     try:
         return pool.FindMessageTypeByName(name)
     except KeyError:
-        known = sorted(_message_names(pool, descriptor_sets(extra)))
         raise SchemaError(f"unknown protobuf message {name!r}; known: {', '.join(known)}") from None
 
 
-def _message_names(pool: Any, sets: list[Path]) -> list[str]:
-    names = []
-    for path in sets:
-        for f in descriptor_pb2.FileDescriptorSet.FromString(Path(path).read_bytes()).file:
-            if not f.name.startswith("google/"):
-                names += [f"{f.package}.{m.name}".lstrip(".") for m in f.message_type]
-    return names
-
-
-def _is_map(fd: FieldDescriptor) -> bool:
+def is_map(fd: FieldDescriptor) -> bool:
     return fd.type == F.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry
 
 
@@ -88,7 +104,7 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
 
 def _types(fd: FieldDescriptor, depth: int) -> tuple[T.DataType, pa.DataType]:
     """(Spark type, Arrow type) of one field, repeated-ness included."""
-    if _is_map(fd):
+    if is_map(fd):
         k, v = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
         (sk, ak), (sv, av) = _types(k, depth + 1), _types(v, depth + 1)
         return T.MapType(sk, sv, True), pa.map_(ak, av)
@@ -96,7 +112,7 @@ def _types(fd: FieldDescriptor, depth: int) -> tuple[T.DataType, pa.DataType]:
         full = fd.message_type.full_name
         if full == TIMESTAMP:
             single: tuple[T.DataType, pa.DataType] = (T.TimestampType(), ARROW_TS)
-        elif full in _WRAPPERS:
+        elif full in WRAPPERS:
             single = _types(fd.message_type.fields_by_name["value"], depth + 1)
         else:
             single = _struct_types(fd.message_type, None, depth + 1)
@@ -155,7 +171,7 @@ def _message_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> E
             return pa.array([_ts_micros(getattr(m, name)) if m.HasField(name) else None for m in msgs], ARROW_TS)
 
         return ts
-    if full in _WRAPPERS:
+    if full in WRAPPERS:
 
         def wrapper(msgs: list[Any]) -> pa.Array:
             return pa.array([getattr(m, name).value if m.HasField(name) else None for m in msgs], arrow)
@@ -174,7 +190,7 @@ def _message_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> E
 
 def _repeated_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
     name = fd.name
-    if _is_map(fd):
+    if is_map(fd):
         key_type = arrow.key_type
         values_of = _item_extractor(fd.message_type.fields_by_name["value"], arrow.item_type, depth)
 
@@ -211,7 +227,7 @@ def _item_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extr
     full = fd.message_type.full_name
     if full == TIMESTAMP:
         return lambda items: pa.array([_ts_micros(t) for t in items], ARROW_TS)
-    if full in _WRAPPERS:
+    if full in WRAPPERS:
         return lambda items: pa.array([w.value for w in items], arrow)
     children = _plan(fd.message_type, None, depth + 1)
     return lambda items: pa.StructArray.from_arrays([ex(items) for _, ex in children], fields=list(arrow))

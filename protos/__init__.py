@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
+from google.protobuf import descriptor_pb2, descriptor_pool
 
 PROTO_ROOT = Path(__file__).resolve().parent
 GEN_DIR = PROTO_ROOT.parent / ".local" / "gen"
@@ -37,21 +36,11 @@ def load_pool(descriptor_sets: Iterable[Path] = (DESCRIPTOR_SET,)) -> descriptor
     return pool
 
 
-def message_class(full_name: str, descriptor_sets: Iterable[Path] = (DESCRIPTOR_SET,)) -> type[Message]:
-    """The message class for `full_name` (e.g. `daggers.events.BookingLog`), with a clear error if unknown."""
-    pool = load_pool(descriptor_sets)
-    try:
-        desc = pool.FindMessageTypeByName(full_name)
-    except KeyError:
-        raise KeyError(f"unknown protobuf message {full_name!r}; known: {', '.join(message_names())}") from None
-    return message_factory.GetMessageClass(desc)
-
-
-def message_names() -> list[str]:
-    """Full names of the platform's top-level messages."""
-    fds = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTOR_SET.read_bytes())
+def message_names(descriptor_sets: Iterable[Path] = (DESCRIPTOR_SET,)) -> list[str]:
+    """Full names of the top-level messages in the given descriptor sets (google/* files left out)."""
     names = []
-    for f in fds.file:
-        if not f.name.startswith("google/"):
-            names += [f"{f.package}.{m.name}" if f.package else m.name for m in f.message_type]
-    return sorted(names)
+    for path in descriptor_sets:
+        for f in descriptor_pb2.FileDescriptorSet.FromString(Path(path).read_bytes()).file:
+            if not f.name.startswith("google/"):
+                names += [f"{f.package}.{m.name}" if f.package else m.name for m in f.message_type]
+    return sorted(set(names))

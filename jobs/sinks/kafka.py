@@ -24,20 +24,19 @@ aborted and invisible.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from datetime import datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
-import protos
+from jobs.protobuf import WRAPPERS, SchemaError, find_message, is_map
 from jobs.sinks.base import (
     BaseSink,
     OutputShape,
@@ -57,8 +56,6 @@ _SHARED_CLIENT_KEYS = ("security.", "sasl.", "ssl.", "client.dns.", "broker.addr
 F = FieldDescriptor
 _INTS = {F.TYPE_INT32, F.TYPE_INT64, F.TYPE_UINT32, F.TYPE_UINT64, F.TYPE_SINT32, F.TYPE_SINT64}
 _INTS |= {F.TYPE_FIXED32, F.TYPE_FIXED64, F.TYPE_SFIXED32, F.TYPE_SFIXED64}
-_WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
-_WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
 
 
 def transactional_id(dagger: DaggerSpec) -> str:
@@ -76,36 +73,11 @@ def compact_json(value: Any) -> bytes:
 # -- protobuf ---------------------------------------------------------------------------------------------------
 
 
-def _compile_protos(files: list[Path], out_dir: Path) -> Path:
-    """A descriptor set for a spec's extra `.proto` files (imports resolved against their folders and protos/)."""
-    from grpc_tools import protoc
-
-    out = out_dir / "sink-schemas.desc"
-    include = Path(protoc.__file__).parent / "_proto"
-    dirs = sorted({str(f.resolve().parent) for f in files})
-    args = ["protoc", *(f"-I{d}" for d in dirs), f"-I{protos.PROTO_ROOT}", f"-I{include}"]
-    args += [f"--descriptor_set_out={out}", "--include_imports", *(str(f.resolve()) for f in files)]
-    if protoc.main(args) != 0:
-        raise SinkError(f"kafka sink: protoc could not compile schemas {[str(f) for f in files]}")
-    return out
-
-
 def proto_class(dagger: DaggerSpec, name: str) -> type[ProtoMessage]:
-    sets = [protos.DESCRIPTOR_SET, *(p for p in dagger.schemas if p.suffix != ".proto")]
-    sources = [p for p in dagger.schemas if p.suffix == ".proto"]
     try:
-        with tempfile.TemporaryDirectory(prefix="dagger-sink-") as tmp:
-            if sources:
-                sets.append(_compile_protos(sources, Path(tmp)))
-            return protos.message_class(name, sets)  # the pool is read fully before the temp dir goes
-    except KeyError as e:
-        raise SinkError(f"kafka sink: sink.proto {name!r}: {e.args[0]}") from None
-    except FileNotFoundError as e:
+        return message_factory.GetMessageClass(find_message(name, dagger.schemas))
+    except SchemaError as e:
         raise SinkError(f"kafka sink: sink.proto {name!r}: {e}") from None
-
-
-def _is_map(fd: FieldDescriptor) -> bool:
-    return fd.type == F.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry
 
 
 def _scalar(fd: FieldDescriptor, value: Any) -> Any:
@@ -140,7 +112,7 @@ def _set_message(target: ProtoMessage, desc: Descriptor, value: Any) -> None:
             target.FromMilliseconds(int(value))  # type: ignore[attr-defined]
     elif name == "google.protobuf.Duration":
         target.FromTimedelta(value if isinstance(value, timedelta) else timedelta(seconds=float(value)))  # type: ignore[attr-defined]
-    elif name in _WRAPPERS:
+    elif name in WRAPPERS:
         target.value = _scalar(desc.fields_by_name["value"], value)  # type: ignore[attr-defined]
     elif isinstance(value, dict):
         fill(target, value)
@@ -150,7 +122,7 @@ def _set_message(target: ProtoMessage, desc: Descriptor, value: Any) -> None:
 
 
 def _set(msg: ProtoMessage, fd: FieldDescriptor, value: Any) -> None:
-    if _is_map(fd):
+    if is_map(fd):
         target = getattr(msg, fd.name)
         value_fd = fd.message_type.fields_by_name["value"]
         for k, v in value.items() if isinstance(value, dict) else value:
