@@ -18,12 +18,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, ensure_topics
+from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
 from jobs.plan import DaggerPlan
 from jobs.protobuf import ROWTIME, SENTINEL
 from jobs.session import spark_session
 from jobs.sinks import open_sink
 from jobs.telemetry import Telemetry
+from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
 log = logging.getLogger("dagger")
@@ -85,7 +86,7 @@ def run(
     is available, close every window, and return."""
     spec = plan.spec
     for stream in spec.streams:
-        ensure_topics(stream.kafka.bootstrap_servers, [stream.dead_letter_topic])
+        ensure_topics(kafka_config(stream), {stream.dead_letter_topic: 1})
     sink = open_sink(spec, plan.shape)
     telemetry = Telemetry(spec.qualified_name, spec.telemetry_url)
     result = RunResult()

@@ -22,7 +22,6 @@ from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
@@ -365,19 +364,3 @@ class DeadLetters:
             left = self._producer.flush(60)
             if left:
                 raise KafkaException(f"dead-letter topic {self.topic}: {left} event(s) not acknowledged")
-
-
-def ensure_topics(bootstrap_servers: str, topics: list[str], partitions: int = 1) -> None:
-    """Create topics that do not exist yet (dead-letter and sink topics)."""
-    from confluent_kafka.admin import NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    existing = admin.list_topics(timeout=METADATA_TIMEOUT_S).topics
-    new = [NewTopic(t, num_partitions=partitions) for t in topics if t not in existing]
-    if new:
-        for fut in admin.create_topics(new).values():
-            try:
-                fut.result(timeout=METADATA_TIMEOUT_S)
-            except KafkaException as e:
-                if "already exists" not in str(e).lower():
-                    raise

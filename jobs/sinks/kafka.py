@@ -31,7 +31,6 @@ from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
@@ -50,6 +49,7 @@ from jobs.sinks.base import (
     utc,
 )
 from jobs.spec import DaggerSpec, KafkaSink
+from jobs.topics import ensure_topics
 
 TIMEOUT_S = 30.0
 _SHARED_CLIENT_KEYS = ("security.", "sasl.", "ssl.", "client.dns.", "broker.address.family", "socket.")
@@ -202,14 +202,7 @@ class KafkaWriter(BaseSink):
         if self._producer is not None:
             return self._producer
         # The output topic with the broker's default partitions (the dagger owns it); the commit topic with one.
-        admin = AdminClient(self._client_config())
-        topics = [NewTopic(self.topic), NewTopic(self.commit_topic, num_partitions=1)]
-        for fut in admin.create_topics(topics).values():
-            try:
-                fut.result(TIMEOUT_S)
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
+        ensure_topics(self._client_config(), {self.topic: None, self.commit_topic: 1})
         config: dict[str, Any] = {
             "bootstrap.servers": self.sink.bootstrap_servers,
             "transactional.id": self.transactional_id,
