@@ -18,7 +18,6 @@ import psycopg
 import s2sphere
 import yaml
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from daggers.events import common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
@@ -27,28 +26,10 @@ from jobs.generator import booking_logs, driver_pings, produce
 from jobs.plan import plan_dagger
 from jobs.sinks import read_log
 from jobs.spec import parse_spec
+from jobs.topics import ensure_topics
 from odin.paths import BIN_DIR
 from tests.conftest import Services
-
-SURGE_SQL = """SELECT city_id AS tag_city_id,
-       S2Id(lat,long,13) AS tag_s2id,
-       vehicle_type AS tag_vehicle_type,
-       count(1) AS num_of_bookings,
-       TUMBLE_END(rowtime,INTERVAL '60' SECOND) AS window_timestamp,
-FROM `data_stream`
-WHERE status='COMPLETED'
-GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND),
-       city_id,
-       S2Id(lat, long, 13),
-       vehicle_type
-"""
-
-SUPPLY_SQL = """SELECT DistinctCount(driver_id) as drivers , S2Id(latitude, longitude, 13) as
-label_s2id, driver_status as label_driver_status, TUMBLE_END(rowtime,
-INTERVAL '60' SECOND) AS window_timestamp from `supply_data` GROUP
-BY TUMBLE ( rowtime, INTERVAL '60' SECOND ), S2Id(latitude, longitude, 13),
-driver_status
-"""
+from tests.seeds import SUPPLY_SQL, SURGE_SQL
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
@@ -65,9 +46,7 @@ def window_end(seconds: int, size: int = 60) -> str:
 
 def new_topic(services: Services, partitions: int = 2) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": services.kafka_bootstrap})
-    for fut in admin.create_topics([NewTopic(name, num_partitions=partitions)]).values():
-        fut.result(30)
+    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, {name: partitions})
     return name
 
 
@@ -100,6 +79,16 @@ def log_rows(path: Path) -> list[dict[str, Any]]:
     return list(read_log(path).values())
 
 
+def surge_rows(path: Path) -> Counter[tuple[int, str, str, str]]:
+    """The surge query's log sink output, keyed like `surge_truth`."""
+    return Counter(
+        {
+            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
+            for r in log_rows(path)
+        }
+    )
+
+
 def surge_truth(events: Iterable[Any]) -> Counter[tuple[int, str, str, str]]:
     truth: Counter[tuple[int, str, str, str]] = Counter()
     for e in events:
@@ -121,13 +110,7 @@ def test_seed_surge_query_runs_as_written(services: Services, spark: SparkSessio
         ),
         tmp_path,
     )
-    got = Counter(
-        {
-            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
-            for r in log_rows(out)
-        }
-    )
-    assert got == surge_truth(events)
+    assert surge_rows(out) == surge_truth(events)
 
 
 def _iso(value: str) -> str:
@@ -180,13 +163,7 @@ def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark:
         ),
         tmp_path,
     )
-    got = Counter(
-        {
-            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
-            for r in log_rows(out)
-        }
-    )
-    assert got == surge_truth(events)
+    assert surge_rows(out) == surge_truth(events)
     dlq = consume_all(services, f"{topic}.dlq")
     assert sorted(int(dict(m.headers())["dagger.offset"]) for m in dlq) == sorted(bad_offsets)
     assert all(b"Wire format" in dict(m.headers())["dagger.error"] or dict(m.headers())["dagger.error"] for m in dlq)
