@@ -58,11 +58,12 @@ status: ## table of services, URLs and health
 test: setup ## run the test suite (starts real services on free ports; stops them)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-demo: setup ## run the main job on the embedded local stack
+demo: setup ## start Kafka + VictoriaMetrics with Odin and push booking events through them
 	$(PY) -m bench.demo
 
 bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.stack_up
+	$(PY) -m bench.udfs
 
 lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .

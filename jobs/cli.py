@@ -106,7 +106,7 @@ def run(
     finally:
         spark.stop()
     console.print(
-        f"[green]done[/]: {result.input_rows} events in {result.batches} batch(es) with output, "
+        f"[green]done[/]: {result.input_rows} events in {result.batches} batch(es), "
         f"{result.rows_written} row(s) written to {plan.spec.sink.type}"
     )
 
