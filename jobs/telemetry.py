@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from jobs.sinks.influx import escape_key
+
 log = logging.getLogger("dagger.telemetry")
 MEASUREMENT = "dagger_metrics"
 
@@ -22,13 +24,10 @@ def _offsets(raw: Any) -> dict[str, dict[str, int]]:
     return {t: parts for t, parts in d.items() if isinstance(parts, dict)}
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace(",", r"\,").replace(" ", r"\ ").replace("=", r"\=")
-
-
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
     """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
     ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
+    tag = f"dagger={escape_key(dagger)}"
     consumed = 0
     lines = []
     for source in progress.get("sources", []):
@@ -37,9 +36,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
             for p, off in parts.items():
                 consumed += off - start.get(topic, {}).get(p, off)
                 lag = max(0, latest.get(topic, {}).get(p, off) - off)
-                lines.append(
-                    f"{MEASUREMENT},dagger={_escape(dagger)},topic={_escape(topic)},partition={p} lag={lag}i {ts_ns}"
-                )
+                lines.append(f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={p} lag={lag}i {ts_ns}")
     rows = int(progress.get("numInputRows", 0))
     fields = {
         "input_rows": f"{rows}i",
@@ -53,7 +50,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
     if watermark:
         fields["watermark_ms"] = f"{int(datetime.fromisoformat(watermark.replace('Z', '+00:00')).timestamp() * 1000)}i"
     body = ",".join(f"{k}={v}" for k, v in fields.items())
-    lines.append(f"{MEASUREMENT},dagger={_escape(dagger)} {body} {ts_ns}")
+    lines.append(f"{MEASUREMENT},{tag} {body} {ts_ns}")
     return lines
 
 

@@ -40,6 +40,11 @@ _MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": " "})
 _KEY = str.maketrans({",": r"\,", "=": r"\=", " ": r"\ ", "\n": " "})
 
 
+def escape_key(text: str) -> str:
+    """A measurement-independent line-protocol key or tag value: commas, equals signs and spaces escaped."""
+    return text.translate(_KEY)
+
+
 def tag_name(column: str) -> str:
     return column.removeprefix("label_") if column.startswith("label_") and len(column) > 6 else column
 
@@ -58,7 +63,7 @@ def _tag_value(value: Any) -> str | None:
     if value is None:
         return None
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return text.translate(_KEY) or None  # influx refuses empty tag values: leave the tag out
+    return escape_key(text) or None  # influx refuses empty tag values: leave the tag out
 
 
 def _field_value(value: Any) -> str | None:
