@@ -7,6 +7,7 @@ idempotent per batch id, so a crash and replay has an exactly-once effect.
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 from collections.abc import Callable
@@ -18,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
+from jobs.kafka_source import FLUSH, FORMAT, KafkaProtoSource, SourceOptions, kafka_config
 from jobs.plan import DaggerPlan
 from jobs.protobuf import ROWTIME, SENTINEL
 from jobs.session import spark_session
@@ -76,6 +77,16 @@ def _event_time_max(progress: dict[str, Any]) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
+def _is_flush_batch(progress: dict[str, Any]) -> bool:
+    """A batch that carries the end-of-input sentinel (its rows and event time are not events')."""
+
+    def flush(raw: Any) -> int:
+        offsets = json.loads(raw) if isinstance(raw, str) else raw
+        return int((offsets or {}).get(FLUSH, 0))
+
+    return any(flush(s.get("endOffset")) > flush(s.get("startOffset")) for s in progress.get("sources", []))
+
+
 def run(
     plan: DaggerPlan,
     spark: SparkSession,
@@ -128,10 +139,11 @@ def run(
                         continue
                     seen.add(key)
                     result.progress.append(p)
-                    result.input_rows += p.get("numInputRows", 0)
-                    t = _event_time_max(p)
-                    if t and (result.max_event_time is None or t > result.max_event_time):
-                        result.max_event_time = t
+                    if not _is_flush_batch(p):
+                        result.input_rows += p.get("numInputRows", 0)
+                        t = _event_time_max(p)
+                        if t and (result.max_event_time is None or t > result.max_event_time):
+                            result.max_event_time = t
                     telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p)

@@ -31,7 +31,7 @@ from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
 FLUSH = "__flush"
-DECODE_CHUNK = 20_000  # events decoded into one Arrow batch
+DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
 METADATA_TIMEOUT_S = 10.0
 STALL_TIMEOUT_S = 60.0  # a task that gets no record for this long while records are due fails (Spark retries)
 AUTO_AGREEMENTS = 20  # `high_watermark: auto` trusts the broker after this many probes agreeing with it

@@ -1,0 +1,102 @@
+"""Protobuf → Arrow decoding (the Kafka reader's hot path), checked against protobuf's own JSON mapping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from daggers.events import booking_log_pb2
+from google.protobuf import json_format
+
+from jobs.generator import booking_logs
+from jobs.protobuf import ROWTIME, Decoder, find_message
+
+
+def booking_decoder(columns: list[str] | None = None) -> Decoder:
+    return Decoder(find_message("daggers.events.BookingLog"), "event_timestamp", columns)
+
+
+def as_json(value: Any) -> Any:
+    """Arrow's Python values in protobuf's JSON mapping (maps as dicts)."""
+    if isinstance(value, list) and value and isinstance(value[0], tuple):
+        return dict(value)
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    return value
+
+
+def test_every_field_kind_decodes_like_protobufs_json_mapping() -> None:
+    events = list(booking_logs(500, seed=4))
+    decoded = booking_decoder().decode([e.SerializeToString() for e in events])
+    assert decoded.errors == []
+    batch = decoded.batch
+    location = batch.schema.field("pickup_location").type
+    assert pa.types.is_struct(location) and location.field("latitude").type == pa.float64()
+    assert batch.schema.field("tags").type == pa.list_(pa.string())
+    assert batch.schema.field("metadata").type == pa.map_(pa.string(), pa.string())
+    assert batch.schema.field("status").type == pa.string()
+    rows = batch.to_pylist()
+    for event, row in zip(events, rows, strict=True):
+        expected = json_format.MessageToDict(
+            event, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        expected["event_timestamp"] = event.event_timestamp.ToDatetime(tzinfo=UTC)
+        for name, value in expected.items():
+            got = as_json(row[name])
+            assert got == value, (name, got, value)
+        micros = event.event_timestamp.seconds * 1_000_000 + event.event_timestamp.nanos // 1000
+        assert row[ROWTIME] == datetime.fromtimestamp(micros / 1e6, UTC)
+
+
+def test_only_the_columns_asked_for_are_decoded() -> None:
+    events = list(booking_logs(10, seed=1))
+    batch = booking_decoder(["status", "lat"]).decode([e.SerializeToString() for e in events]).batch
+    assert batch.column_names == ["status", "lat", ROWTIME, "__sentinel"]
+    assert batch.column("lat").to_pylist() == [e.lat for e in events]
+
+
+def test_bad_payloads_and_missing_event_times_are_errors_not_rows() -> None:
+    good = list(booking_logs(5, seed=2))
+    no_time = booking_log_pb2.BookingLog(order_number="no-time")
+    unknown_status = booking_log_pb2.BookingLog.FromString(good[0].SerializeToString())
+    unknown_status.status = 99  # a newer producer's enum value: kept, as null
+    payloads = [
+        good[0].SerializeToString(),
+        b"\xff\xff\xff not protobuf",
+        no_time.SerializeToString(),
+        None,
+        unknown_status.SerializeToString(),
+        *(g.SerializeToString() for g in good[1:]),
+    ]
+    decoded = booking_decoder(["order_number", "status"]).decode(payloads)
+    assert [i for i, _ in decoded.errors] == [1, 2, 3]
+    assert "not a valid daggers.events.BookingLog" in decoded.errors[0][1]
+    assert "event_timestamp is missing" in decoded.errors[1][1]
+    assert decoded.batch.column("order_number").to_pylist() == [g.order_number for g in [good[0], good[0], *good[1:]]]
+    assert decoded.batch.column("status").to_pylist()[1] is None
+    assert decoded.batch.column("status").to_pylist()[0] == booking_log_pb2.BookingStatus.Name(good[0].status)
+
+
+def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> None:
+    proto = tmp_path / "clicks.proto"
+    proto.write_text(
+        'syntax = "proto3";\npackage t;\nimport "google/protobuf/timestamp.proto";\n'
+        "message Meta { google.protobuf.Timestamp at = 1; }\n"
+        "message Click { string id = 1; Meta meta = 2; int64 at_ms = 3; int64 at_s = 4; }\n"
+    )
+    desc = find_message("t.Click", [proto])
+    cls = Decoder(desc, "meta.at").cls
+    clicks = [cls(id="a", at_ms=1_700_000_000_123, at_s=1_700_000_000), cls(id="b")]
+    clicks[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
+    payloads = [c.SerializeToString() for c in clicks]
+    expect = {
+        "meta.at": datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC),
+        "at_ms": datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=UTC),
+        "at_s": datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC),
+    }
+    for field, when in expect.items():
+        decoded = Decoder(desc, field, ["id"]).decode(payloads)
+        assert decoded.batch.column(ROWTIME).to_pylist() == [when], field
+        assert [i for i, _ in decoded.errors] == [1], field
