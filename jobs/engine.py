@@ -7,7 +7,6 @@ idempotent per batch id, so a crash and replay has an exactly-once effect.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 from collections.abc import Callable
@@ -19,12 +18,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from jobs.kafka_source import FLUSH, FORMAT, KafkaProtoSource, SourceOptions, kafka_config
+from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
 from jobs.plan import DaggerPlan
 from jobs.protobuf import ROWTIME, SENTINEL
 from jobs.session import spark_session
 from jobs.sinks import open_sink
-from jobs.telemetry import Telemetry
+from jobs.telemetry import Telemetry, event_rows, sentinel_rows
 from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
@@ -75,16 +74,6 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
 def _event_time_max(progress: dict[str, Any]) -> datetime | None:
     value = (progress.get("eventTime") or {}).get("max")
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
-def _is_flush_batch(progress: dict[str, Any]) -> bool:
-    """A batch that carries the end-of-input sentinel (its rows and event time are not events')."""
-
-    def flush(raw: Any) -> int:
-        offsets = json.loads(raw) if isinstance(raw, str) else raw
-        return int((offsets or {}).get(FLUSH, 0))
-
-    return any(flush(s.get("endOffset")) > flush(s.get("startOffset")) for s in progress.get("sources", []))
 
 
 def run(
@@ -139,8 +128,8 @@ def run(
                         continue
                     seen.add(key)
                     result.progress.append(p)
-                    if not _is_flush_batch(p):
-                        result.input_rows += p.get("numInputRows", 0)
+                    result.input_rows += event_rows(p)
+                    if not sentinel_rows(p):  # the sentinel's time is no event's
                         t = _event_time_max(p)
                         if t and (result.max_event_time is None or t > result.max_event_time):
                             result.max_event_time = t

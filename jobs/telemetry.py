@@ -13,15 +13,31 @@ from typing import Any
 
 import httpx
 
+from jobs.kafka_source import FLUSH
 from jobs.sinks.influx import escape_key
 
 log = logging.getLogger("dagger.telemetry")
 MEASUREMENT = "dagger_metrics"
 
 
+def _raw(raw: Any) -> dict[str, Any]:
+    return (json.loads(raw) if isinstance(raw, str) else raw) or {}
+
+
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
-    d = (json.loads(raw) if isinstance(raw, str) else raw) or {}
-    return {t: parts for t, parts in d.items() if isinstance(parts, dict)}
+    return {t: parts for t, parts in _raw(raw).items() if isinstance(parts, dict)}
+
+
+def sentinel_rows(progress: dict[str, Any]) -> int:
+    """End-of-input sentinel rows in a batch (one per source that flushed, see jobs/kafka_source.py): not events."""
+    return sum(
+        int(_raw(s.get("endOffset")).get(FLUSH, 0)) > int(_raw(s.get("startOffset")).get(FLUSH, 0))
+        for s in progress.get("sources", [])
+    )
+
+
+def event_rows(progress: dict[str, Any]) -> int:
+    return int(progress.get("numInputRows", 0)) - sentinel_rows(progress)
 
 
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
@@ -37,7 +53,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
                 consumed += off - start.get(topic, {}).get(p, off)
                 lag = max(0, latest.get(topic, {}).get(p, off) - off)
                 lines.append(f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={p} lag={lag}i {ts_ns}")
-    rows = int(progress.get("numInputRows", 0))
+    rows = event_rows(progress)
     fields = {
         "input_rows": f"{rows}i",
         "input_rate": f"{float(progress.get('inputRowsPerSecond') or 0.0)}",

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
+import pytest
 import s2sphere
 import yaml
-from confluent_kafka import Consumer, TopicPartition
-from daggers.events import common_pb2, driver_location_pb2
+from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
 from jobs.engine import run
@@ -28,7 +30,7 @@ from jobs.sinks import read_log
 from jobs.spec import parse_spec
 from jobs.topics import ensure_topics
 from odin.paths import BIN_DIR
-from tests.conftest import Services
+from tests.conftest import Services, consume_all, latest_by_key
 from tests.seeds import SUPPLY_SQL, SURGE_SQL
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -164,23 +166,9 @@ def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark:
         tmp_path,
     )
     assert surge_rows(out) == surge_truth(events)
-    dlq = consume_all(services, f"{topic}.dlq")
+    dlq = consume_all(services.kafka_bootstrap, f"{topic}.dlq")
     assert sorted(int(dict(m.headers())["dagger.offset"]) for m in dlq) == sorted(bad_offsets)
     assert all(b"Wire format" in dict(m.headers())["dagger.error"] or dict(m.headers())["dagger.error"] for m in dlq)
-
-
-def consume_all(services: Services, topic: str, timeout_s: float = 20) -> list[Any]:
-    c = Consumer({"bootstrap.servers": services.kafka_bootstrap, "group.id": uuid.uuid4().hex, "fetch.wait.max.ms": 10})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout_s
-    idle = 0
-    while time.monotonic() < deadline and idle < 5:
-        msgs = [m for m in c.consume(10_000, timeout=0.3) if m.error() is None]
-        idle = 0 if msgs else idle + 1
-        out += msgs
-    c.close()
-    return out
 
 
 def test_invalid_specs_are_refused_with_reasons(tmp_path: Path) -> None:
@@ -266,3 +254,126 @@ def test_spec_json_schema_is_exported() -> None:
     r = subprocess.run([str(BIN_DIR / "dagger"), "schema"], capture_output=True, text=True)
     schema = json.loads(r.stdout)
     assert {"name", "team", "streams", "sql", "sink"} <= set(schema["properties"])
+
+
+JOIN_SQL = """SELECT o.city_id AS tag_city_id,
+       count(1) AS completed_in_10_min,
+       TUMBLE_END(o.rowtime, INTERVAL '60' SECOND) AS window_timestamp
+FROM `orders` AS o JOIN `completions` AS c
+  ON o.order_number = c.order_number
+ AND c.rowtime BETWEEN o.rowtime AND o.rowtime + INTERVAL '10' MINUTE
+GROUP BY TUMBLE(o.rowtime, INTERVAL '60' SECOND), o.city_id"""
+
+
+def test_two_stream_join_counts_orders_completed_in_time(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    orders = list(booking_logs(6_000, seed=8, start=START, rate=20))
+    rng = random.Random(8)
+    completions, truth = [], Counter()
+    for o in orders:
+        o.status = booking_log_pb2.BookingStatus.Value("CREATED")
+        if rng.random() < 0.7:
+            delay = rng.randrange(10, 900)  # seconds; both ends of BETWEEN are inclusive
+            done = booking_log_pb2.BookingLog(order_number=o.order_number, status="COMPLETED", city_id=o.city_id)
+            done.event_timestamp.seconds = o.event_timestamp.seconds + delay
+            done.event_timestamp.nanos = o.event_timestamp.nanos
+            completions.append(done)
+            if delay <= 600:
+                truth[(o.city_id, window_end(o.event_timestamp.seconds))] += 1
+    completions.sort(key=lambda c: (c.event_timestamp.seconds, c.event_timestamp.nanos))
+    order_topic, completion_topic = new_topic(services), new_topic(services)
+    produce(services.kafka_bootstrap, order_topic, iter(orders), partitions=2)
+    produce(services.kafka_bootstrap, completion_topic, iter(completions), partitions=2)
+    out = tmp_path / "join.jsonl"
+    spec = spec_dict(
+        services, "orders", order_topic, "daggers.events.BookingLog", JOIN_SQL, {"type": "log", "path": str(out)}
+    )
+    spec["streams"].append({**spec["streams"][0], "table": "completions", "topics": [completion_topic]})
+    spec["watermark_delay"] = "30s"
+    run_once(spark, spec, tmp_path)
+    got = {(r["tag_city_id"], _iso(r["window_timestamp"])): r["completed_in_10_min"] for r in log_rows(out)}
+    assert got == dict(truth)
+
+
+def vm_series(url: str, name: str, match: str) -> list[dict[str, Any]]:
+    httpx.get(f"{url}/internal/force_flush", timeout=10)
+    r = httpx.get(f"{url}/api/v1/export", params={"match[]": f"{name}{match}", "start": "0"}, timeout=30)
+    r.raise_for_status()
+    return [json.loads(line) for line in r.text.splitlines()]
+
+
+def influx_surge(services: Services, version: int, measurement: str) -> Counter[tuple[int, str, str, str]]:
+    """What the surge query wrote to VictoriaMetrics (API v2) or InfluxDB 1.6 (API v1), keyed like surge_truth."""
+    got: Counter[tuple[int, str, str, str]] = Counter()
+    if version == 2:
+        for s in vm_series(services.victoria_metrics_url, f"{measurement}_num_of_bookings", ""):
+            m = s["metric"]
+            for ts, value in zip(s["timestamps"], s["values"], strict=True):
+                end = datetime.fromtimestamp(ts / 1000, UTC).isoformat()
+                got[(int(m["tag_city_id"]), m["tag_s2id"], m["tag_vehicle_type"], end)] = int(value)
+        return got
+    q = f'SELECT num_of_bookings, tag_city_id, tag_s2id, tag_vehicle_type FROM "{measurement}"'
+    r = httpx.get(f"{services.influxdb_url}/query", params={"db": "daggers", "epoch": "ms", "q": q}, timeout=30)
+    r.raise_for_status()
+    for ts, n, city, s2, vehicle in (r.json()["results"][0].get("series") or [{"values": []}])[0]["values"]:
+        got[(int(city), s2, vehicle, datetime.fromtimestamp(ts / 1000, UTC).isoformat())] = n
+    return got
+
+
+@pytest.mark.parametrize("version", [2, 1], ids=["v2-victoria-metrics", "v1-influxdb-1.6"])
+def test_surge_to_influx_with_telemetry(services: Services, spark: SparkSession, tmp_path: Path, version: int) -> None:
+    topic = new_topic(services)
+    # VictoriaMetrics keeps 30 days: recent event times.
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=3)
+    events = list(booking_logs(12_000, seed=30 + version, start=start, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
+    url = services.victoria_metrics_url if version == 2 else services.influxdb_url
+    measurement = f"surge_{uuid.uuid4().hex[:8]}"
+    spec = spec_dict(
+        services,
+        "data_stream",
+        topic,
+        "daggers.events.BookingLog",
+        SURGE_SQL,
+        {"type": "influx", "url": url, "version": version, "measurement": measurement},
+    )
+    spec["telemetry_url"] = services.victoria_metrics_url
+    spec["streams"][0]["kafka"]["max_events_per_trigger"] = 5_000
+    run_once(spark, spec, tmp_path)
+    assert influx_surge(services, version, measurement) == surge_truth(events)
+
+    dagger = f'{{dagger="tests.{spec["name"]}"}}'
+    vm = services.victoria_metrics_url
+    input_rows = sum(sum(s["values"]) for s in vm_series(vm, "dagger_metrics_input_rows", dagger))
+    assert input_rows == len(events)  # end-of-input sentinels are not counted as events
+    lags = vm_series(vm, "dagger_metrics_lag", dagger)
+    assert sorted(s["metric"]["partition"] for s in lags) == ["0", "1"]
+    assert all(s["values"][-1] == 0 for s in lags)  # caught up at the end
+    assert vm_series(vm, "dagger_metrics_batch_duration_ms", dagger) and vm_series(
+        vm, "dagger_metrics_watermark_ms", dagger
+    )
+
+
+def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: Path) -> None:
+    topic = new_topic(services)
+    events = list(booking_logs(10_000, seed=40, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
+    out_topic = f"surge-out-{uuid.uuid4().hex[:8]}"
+    spec = spec_dict(
+        services,
+        "data_stream",
+        topic,
+        "daggers.events.BookingLog",
+        SURGE_SQL,
+        {"type": "kafka", "bootstrap_servers": services.kafka_bootstrap, "topic": out_topic},
+    )
+    run_once(spark, spec, tmp_path)
+    rows = [json.loads(m.value()) for m in latest_by_key(consume_all(services.kafka_bootstrap, out_topic)).values()]
+    got = Counter(
+        {
+            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
+            for r in rows
+        }
+    )
+    assert got == surge_truth(events)

@@ -17,7 +17,7 @@ import httpx
 import psycopg
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from google.protobuf.message import Message
 from pyspark.sql import SparkSession
 
@@ -28,7 +28,7 @@ from jobs.sinks.kafka import KafkaWriter, commit_topic, transactional_id
 from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, parse_spec
-from tests.conftest import Services
+from tests.conftest import Services, consume_all, latest_by_key
 
 TS = pa.timestamp("us", tz="UTC")
 SCHEMA = pa.schema(
@@ -321,43 +321,6 @@ def test_influx_errors_are_retried_then_raised(services: Services) -> None:
 
 
 # -- kafka --------------------------------------------------------------------------------------------------------
-
-
-def consume_all(bootstrap: str, topic: str) -> list[Any]:
-    """Every committed record of the topic, read to each partition's end (Tansu under-reports the end)."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-        }
-    )
-    try:
-        partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
-        c.assign([TopicPartition(topic, p, 0) for p in partitions])
-        out: list[Any] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(at_end) < len(partitions) and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                at_end.add(msg.partition())
-            else:
-                at_end.discard(msg.partition())
-                out.append(msg)
-        assert len(at_end) == len(partitions), "did not reach the end of every partition"
-        return sorted(out, key=lambda m: (m.partition(), m.offset()))
-    finally:
-        c.close()
-
-
-def latest_by_key(records: list[Any]) -> dict[bytes, Any]:
-    return {m.key(): m for m in records}  # in offset order per partition; one key lives in one partition
 
 
 def json_view(records: list[Any]) -> dict[tuple[int, str, str], tuple[Any, ...]]:
