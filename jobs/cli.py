@@ -50,6 +50,8 @@ def validate(spec: SpecArg) -> None:
     ]
     console.print(_table(rows, f"dagger {plan.spec.qualified_name}: streams"))
     console.print(f"[bold]Spark SQL[/] ({plan.output_mode} mode):\n{plan.query.spark_sql}", highlight=False)
+    for computed in (c for s in plan.streams for c in s.computed):
+        console.print(f"[bold]evaluated in the Kafka reader[/]: {computed.describe()}", highlight=False)
     console.print(
         f"[bold]sink[/] {plan.spec.sink.type}: keys {', '.join(plan.shape.key_columns) or '-'}; "
         f"values {', '.join(plan.shape.value_columns) or '-'}; time {plan.shape.time_column or '-'}"

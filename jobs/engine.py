@@ -52,7 +52,8 @@ def _prepare(spark: SparkSession) -> None:
 
 def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
     micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
-    return SourceOptions(plan.spec.streams[i], plan.streams[i].columns, plan.schemas, micros)
+    sp = plan.streams[i]
+    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, sp.computed)
 
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:

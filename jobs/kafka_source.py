@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from jobs.protobuf import Decoder, find_message
+from jobs.protobuf import Computed, Decoder, find_message
 from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
@@ -47,6 +47,7 @@ class SourceOptions:
     columns: list[str] | None  # top-level fields the query uses; None = all
     schemas: list[str]  # extra descriptor sets
     flush_at_micros: int | None = None  # `--once` end of input: sentinel row time
+    computed: tuple[Computed, ...] = ()  # UDF calls evaluated in the reader (jobs/sql/pushdown.py)
 
     def to_option(self) -> str:
         return json.dumps(
@@ -55,23 +56,31 @@ class SourceOptions:
                 "columns": self.columns,
                 "schemas": self.schemas,
                 "flush_at_micros": self.flush_at_micros,
+                "computed": [[c.name, c.function, c.args] for c in self.computed],
             }
         )
 
     @classmethod
     def from_option(cls, raw: str) -> SourceOptions:
         d = json.loads(raw)
-        return cls(StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"])
+        computed = tuple(Computed(n, f, tuple((k, v) for k, v in args)) for n, f, args in d["computed"])
+        return cls(StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"], computed)
 
     def decoder(self) -> Decoder:
         columns = None if self.columns is None else tuple(self.columns)
-        return _decoder(self.stream.proto, tuple(self.schemas), self.stream.timestamp_field, columns)
+        return _decoder(self.stream.proto, tuple(self.schemas), self.stream.timestamp_field, columns, self.computed)
 
 
 @lru_cache(maxsize=32)
-def _decoder(proto: str, schemas: tuple[str, ...], timestamp_field: str, columns: tuple[str, ...] | None) -> Decoder:
+def _decoder(
+    proto: str,
+    schemas: tuple[str, ...],
+    timestamp_field: str,
+    columns: tuple[str, ...] | None,
+    computed: tuple[Computed, ...],
+) -> Decoder:
     """One decoder per stream and worker process: every task of every batch reuses it (decoding is stateless)."""
-    return Decoder(find_message(proto, schemas), timestamp_field, columns)
+    return Decoder(find_message(proto, schemas), timestamp_field, columns, computed)
 
 
 def kafka_config(stream: StreamSpec, **extra: Any) -> dict[str, Any]:

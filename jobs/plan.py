@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
-from jobs.protobuf import ROWTIME, Decoder, SchemaError, find_message
+from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, find_message
 from jobs.sinks import OutputShape
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
+from jobs.sql.pushdown import push_udfs
 from jobs.udfs import SCALAR_UDFS
 from odin.paths import default_state_dir
 
@@ -20,6 +21,7 @@ class StreamPlan:
     table: str
     decoder: Decoder
     columns: list[str]  # top-level fields the query uses: only these are decoded
+    computed: tuple[Computed, ...] = ()  # UDF calls the reader evaluates (jobs/sql/pushdown.py)
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,18 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
     except SqlError as e:
         raise SpecError(f"sql: {e}") from None
     used = _referenced_names(spec.sql) | _referenced_names(query.spark_sql)
+    computed: list[Computed] = []
+    if len(spec.streams) == 1:
+        table, decoder = next(iter(decoders.items()))
+        fields = [f.name for f in decoder.spark_schema.fields if f.name != ROWTIME]
+        pushed_sql, computed = push_udfs(query.spark_sql, table, fields, SCALAR_UDFS.keys())
+        query = replace(query, spark_sql=pushed_sql)
     streams = []
     for stream in spec.streams:
         full = decoders[stream.table]
         columns = [f.name for f in full.spark_schema.fields if f.name in used and f.name != ROWTIME]
-        pruned = Decoder(full.desc, stream.timestamp_field, columns)
-        streams.append(StreamPlan(stream.table, pruned, columns))
+        pruned = Decoder(full.desc, stream.timestamp_field, columns, computed)
+        streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed)))
     checkpoint = (
         spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name / "checkpoint"
     )

@@ -25,6 +25,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import DecodeError, Message
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
 import protos
 
@@ -55,6 +56,19 @@ _SCALARS: dict[int, tuple[T.DataType, pa.DataType]] = {
     F.TYPE_BYTES: (T.BinaryType(), pa.binary()),
     F.TYPE_ENUM: (T.StringType(), pa.string()),
 }
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A UDF call the reader evaluates and adds as a column (see jobs/sql/pushdown.py)."""
+
+    name: str  # the column the reader adds
+    function: str  # registered UDF name, as in the SQL
+    args: tuple[tuple[str, Any], ...]  # ("column", field name) or ("literal", value)
+
+    def describe(self) -> str:
+        shown = (repr(v) if kind == "literal" else v for kind, v in self.args)
+        return f"{self.name} = {self.function}({', '.join(shown)})"
 
 
 class SchemaError(ValueError):
@@ -273,7 +287,13 @@ class Decoder:
     for that event only.
     """
 
-    def __init__(self, desc: Descriptor, timestamp_field: str, columns: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        desc: Descriptor,
+        timestamp_field: str,
+        columns: Sequence[str] | None = None,
+        computed: Sequence[Computed] = (),
+    ) -> None:
         self.cls: type[Message] = message_factory.GetMessageClass(desc)
         self.desc = desc
         self.timestamp_path = timestamp_field.split(".")
@@ -281,10 +301,26 @@ class Decoder:
         wanted = None if columns is None else [c for c in field_names(desc) if c in set(columns)]
         self.plan = _plan(desc, wanted, 0)
         spark_struct, arrow_struct = _struct_types(desc, wanted, 0)
+        from jobs.udfs import SCALAR_UDFS  # here: workers of daggers without pushed calls need not import them
+
+        self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
+        extra = [(c.name, udf.return_type) for c, udf in self.computed]
         self.spark_schema = T.StructType(
-            [*spark_struct.fields, T.StructField(ROWTIME, T.TimestampType()), T.StructField(SENTINEL, T.BooleanType())]
+            [
+                *spark_struct.fields,
+                *(T.StructField(name, dtype) for name, dtype in extra),
+                T.StructField(ROWTIME, T.TimestampType()),
+                T.StructField(SENTINEL, T.BooleanType()),
+            ]
         )
-        self.arrow_schema = pa.schema([*arrow_struct, pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_())])
+        self.arrow_schema = pa.schema(
+            [
+                *arrow_struct,
+                *(pa.field(name, to_arrow_type(dtype)) for name, dtype in extra),
+                pa.field(ROWTIME, ARROW_TS),
+                pa.field(SENTINEL, pa.bool_()),
+            ]
+        )
 
     def _check_timestamp_field(self) -> None:
         desc: Descriptor | None = self.desc
@@ -358,8 +394,17 @@ class Decoder:
             msgs = list(compress(msgs, ~missing))
             rowtimes = rowtimes[~missing]
         arrays = [ex(msgs) for _, ex in self.plan]
+        arrays += self._computed({name: a for (name, _), a in zip(self.plan, arrays, strict=True)}, len(msgs))
         arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(msgs), pa.bool_())]
         return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors)
+
+    def _computed(self, columns: dict[str, pa.Array], n: int) -> list[pa.Array]:
+        """UDF calls pushed into the reader (jobs/sql/pushdown.py), by the same kernels Spark would run."""
+        out = []
+        for c, udf in self.computed:
+            args = [columns[v] if kind == "column" else pa.repeat(pa.scalar(v), n) for kind, v in c.args]
+            out.append(udf.kernel(*args).cast(to_arrow_type(udf.return_type)))
+        return out
 
     def sentinel(self, rowtime_micros: int) -> pa.RecordBatch:
         """One row with only `rowtime` and `__sentinel` set: advances the watermark, then is filtered out."""

@@ -281,6 +281,7 @@ def test_two_stream_join_counts_orders_completed_in_time(
             completions.append(done)
             if delay <= 600:
                 truth[(o.city_id, window_end(o.event_timestamp.seconds))] += 1
+    assert sum(truth.values()) > 2000  # most orders complete in time: the check below is not vacuous
     completions.sort(key=lambda c: (c.event_timestamp.seconds, c.event_timestamp.nanos))
     order_topic, completion_topic = new_topic(services), new_topic(services)
     produce(services.kafka_bootstrap, order_topic, iter(orders), partitions=2)

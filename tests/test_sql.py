@@ -25,6 +25,7 @@ from pyspark.sql.types import (
 
 from jobs.sql import Query, SqlError, translate
 from jobs.sql import builtins as spark_builtins
+from jobs.sql.pushdown import push_udfs
 from tests.seeds import SUPPLY_S2_SQL, SUPPLY_SQL, SURGE_SQL
 
 LOCATION = StructType([StructField("latitude", DoubleType()), StructField("longitude", DoubleType())])
@@ -643,3 +644,30 @@ def test_hop_and_percentile_stream(spark_udfs: SparkSession, tmp_path: Path) -> 
     assert {k: r["n"] for k, r in got.items()} == {k: n for k, (n, _) in expected.items()}
     assert {k: r["p50"] for k, r in got.items()} == pytest.approx({k: p for k, (_, p) in expected.items()})
     assert list(got) and all(r["window_start"] < r["window_end"] for r in got.values())
+
+
+# -- UDF calls evaluated in the Kafka reader ------------------------------------------------------------------------
+
+
+def pushed(sql: str) -> tuple[str, list[str]]:
+    fields = [f.name for f in BOOKING.fields]
+    spark_sql, computed = push_udfs(booking(sql).spark_sql, "data_stream", fields, UDFS)
+    return spark_sql, [c.describe() for c in computed]
+
+
+def test_udf_calls_over_stream_fields_move_into_the_reader() -> None:
+    spark_sql, computed = pushed(SURGE_SQL)
+    assert computed == ["__udf_1 = S2Id(lat, long, 13)"]  # SELECT and GROUP BY share one column
+    assert "S2Id" not in spark_sql and spark_sql.count("`__udf_1`") == 2
+    _, computed = pushed("SELECT S2Id(b.lat, b.long, 13) AS cell, GeoHash(lat, long, 6) AS gh FROM data_stream b")
+    assert computed == ["__udf_1 = S2Id(lat, long, 13)", "__udf_2 = GeoHash(lat, long, 6)"]
+
+
+def test_udf_calls_stay_in_spark_unless_they_read_only_stream_fields() -> None:
+    for sql in (
+        "SELECT S2Id(lat * 2, long, 13) AS cell FROM data_stream",  # an expression argument
+        "SELECT S2Id(lat, long, 13) AS cell FROM (SELECT lat + 1 AS lat, long FROM data_stream) AS x",  # derived
+        "SELECT S2Id(13.5, 100.1, 13) AS cell FROM data_stream",  # constant
+    ):
+        spark_sql, computed = pushed(sql)
+        assert computed == [] and spark_sql == booking(sql).spark_sql, sql
