@@ -58,12 +58,13 @@ status: ## table of services, URLs and health
 test: setup ## run the test suite (starts real services on free ports; stops them)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-demo: setup ## start Kafka + VictoriaMetrics with Odin and push booking events through them
+demo: setup ## the seed's surge dagger end to end: Odin brings up Kafka + VictoriaMetrics, dagger run --once, check
 	$(PY) -m bench.demo
 
 bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.stack_up
 	$(PY) -m bench.udfs
+	$(PY) -m bench.dagger_throughput
 
 lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .

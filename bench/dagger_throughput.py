@@ -164,18 +164,7 @@ def run_once(spec: Path, events: int) -> Measured:
     if proc.returncode:
         raise SystemExit(f"dagger run --once failed ({proc.returncode}):\n{''.join(out[-40:])}")
     batches = [line for line in out if line.startswith("batch ")]
-    return Measured(events, seconds, peak, _steady_rate(out), f"{len(batches)} batches")
-
-
-def _steady_rate(lines: list[str]) -> float:
-    """Events/s over the batches after the first (which also starts Python workers and state stores)."""
-    rows = ms = 0
-    for line in lines:
-        if line.startswith("batch ") and not line.startswith("batch 0:"):
-            parts = line.split()
-            rows += int(parts[2])
-            ms += int(parts[6])
-    return rows / (ms / 1000) if ms else 0.0
+    return Measured(events, seconds, peak, 0.0, f"{len(batches)} batches")
 
 
 # -- the baseline ----------------------------------------------------------------------------------------------
@@ -267,6 +256,24 @@ def vm_totals(vm: str, metric: str) -> dict[str, float]:
             if key == "bookings":
                 out["rows"] += len(series["values"])
     return out
+
+
+def steady_rate(vm: str, dagger: str) -> float:
+    """Events/s over the batches after the first (which also starts Python workers and state stores), from the
+    dagger's own telemetry (`dagger_metrics`); end-of-input batches (no events) left out."""
+    vm_flush(vm)
+
+    def samples(field: str) -> list[float]:
+        r = httpx.get(
+            f"{vm}/api/v1/export",
+            params={"match[]": f'dagger_metrics_{field}{{dagger="{dagger}"}}', "start": "0"},
+            timeout=30,
+        )
+        series = [json.loads(line) for line in r.text.splitlines()]
+        return [v for _, v in sorted(zip(series[0]["timestamps"], series[0]["values"], strict=True))] if series else []
+
+    batches = [(n, ms) for n, ms in zip(samples("input_rows"), samples("batch_duration_ms"), strict=True) if n][1:]
+    return sum(n for n, _ in batches) / (sum(ms for _, ms in batches) / 1000) if batches else 0.0
 
 
 def newest_window(vm: str, metric: str) -> float | None:
@@ -368,6 +375,7 @@ def main(events: int, rate: int, latency_s: float) -> int:
 
             spec = spec_file(state, "surge", topic, kafka, vm, WINDOW_S, "60s", "1s")
             dagger = run_once(spec, events)
+            dagger.steady_rate = steady_rate(vm, "bench.surge")
             base, truth = run_baseline(kafka, topic, ends)
             written = vm_totals(vm, measurement("surge"))
             exact = (written["rows"], written["bookings"], written["customers"]) == (

@@ -104,7 +104,7 @@ def main() -> int:
         time.sleep(1)
     table = Table(title=f"busiest S2 cells (level 13) per minute: {measurement}_num_of_bookings", title_justify="left")
     for col in ("window end (UTC)", "city", "S2 cell", "vehicle", "completed bookings", "plain Python"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "S2 cell")
     for (city, cell, vehicle, end), n in sorted(got.items(), key=lambda kv: (-kv[1], kv[0]))[:10]:
         when = datetime.fromtimestamp(end / 1000, UTC).strftime("%H:%M")
         table.add_row(when, city, cell, vehicle, str(n), str(want.get((city, cell, vehicle, end), 0)))

@@ -86,15 +86,19 @@ def run(
     """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`."""
     from jobs.engine import run as run_dagger
     from jobs.engine import session_for
+    from jobs.telemetry import event_rows, sentinel_rows
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for chatty in ("py4j", "httpx"):  # a line per Spark callback or HTTP request drowns the dagger's own
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     plan = _plan(spec, state_dir)
     console.print(f"dagger {plan.spec.qualified_name} on {master}; checkpoint {plan.checkpoint}")
 
     def on_progress(p: dict[str, Any]) -> None:
         wm = (p.get("eventTime") or {}).get("watermark", "-")
+        what = "end of input, closing every window" if sentinel_rows(p) else f"{event_rows(p)} events"
         console.print(
-            f"batch {p['batchId']}: {p['numInputRows']} events, {p.get('processedRowsPerSecond', 0):.0f} events/s, "
+            f"batch {p['batchId']}: {what}, {p.get('processedRowsPerSecond', 0):.0f} rows/s, "
             f"{p['durationMs'].get('triggerExecution', 0)} ms, watermark {wm}",
             highlight=False,
         )

@@ -12,7 +12,7 @@ from jobs.sinks import OutputShape
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
 from jobs.sql.pushdown import push_udfs
-from jobs.udfs import SCALAR_UDFS
+from jobs.udfs import SCALAR_UDFS, SHADOWED_BY_BUILTINS
 from odin.paths import default_state_dir
 
 
@@ -62,6 +62,7 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
             spec.sql,
             {table: d.spark_schema for table, d in decoders.items()},
             functions=SCALAR_UDFS.keys(),
+            shadowed=SHADOWED_BY_BUILTINS,
         )
     except SqlError as e:
         raise SpecError(f"sql: {e}") from None

@@ -378,3 +378,25 @@ def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: 
         }
     )
     assert got == surge_truth(events)
+
+
+def test_surge_on_the_standalone_cluster(services: Services, tmp_path: Path) -> None:
+    """`dagger run --master spark://...`: the driver here, executors on the Odin-provisioned Spark worker."""
+    topic = new_topic(services)
+    events = list(booking_logs(10_000, seed=50, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
+    out = tmp_path / "surge.jsonl"
+    spec = spec_dict(
+        services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log", "path": str(out)}
+    )
+    spec["checkpoint_dir"] = str(tmp_path / "checkpoint")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    r = subprocess.run(
+        [str(BIN_DIR / "dagger"), "run", "--once", "--master", services.spark_master_url, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert surge_rows(out) == surge_truth(events)

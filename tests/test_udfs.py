@@ -21,8 +21,11 @@ import pyarrow as pa
 import pytest
 import s2cell
 import s2sphere
+from daggers.events import booking_log_pb2
 from pyspark.sql import SparkSession
 
+from jobs.plan import DaggerPlan, plan_dagger
+from jobs.spec import parse_spec
 from jobs.udfs import AGGREGATES_AT_SQL_LEVEL, SCALAR_UDFS, SHADOWED_BY_BUILTINS, register_udfs
 from jobs.udfs.collections import element_at, java_split, list_contains, map_get, split
 from jobs.udfs.geo import distance, geo_hash, geohash_encode, haversine_km, s2_area_in_km2, s2_id
@@ -926,3 +929,24 @@ def test_spark_builtin_name_collisions_are_known(udf_spark: SparkSession) -> Non
     assert clashing == set(SHADOWED_BY_BUILTINS)
     for name, qualified in SHADOWED_BY_BUILTINS.items():
         assert qualified.lower() == f"session.{name.lower()}"
+
+
+def test_dagger_sql_split_is_raystacks(udf_spark: SparkSession) -> None:
+    """In a dagger's SQL, Split is raystack's (trailing empty strings dropped), though Spark's split shadows it:
+    evaluated in the Kafka reader when it reads a stream field, in Spark otherwise."""
+
+    def plan(sql: str) -> DaggerPlan:
+        stream = {"table": "booking", "topics": ["x"], "proto": "daggers.events.BookingLog"}
+        return plan_dagger(parse_spec({"name": "split", "team": "tests", "streams": [stream], "sql": sql}))
+
+    in_reader = plan("SELECT Split(order_number, '-') AS parts FROM `booking`")
+    (stream,) = in_reader.streams
+    assert [c.describe() for c in stream.computed] == ["__udf_1 = Split(order_number, '-')"]
+    event = booking_log_pb2.BookingLog(order_number="a-b--")
+    event.event_timestamp.seconds = 1_700_000_000
+    assert stream.decoder.decode([event.SerializeToString()]).batch.column("__udf_1").to_pylist() == [["a", "b"]]
+
+    in_spark = plan("SELECT Split(concat(order_number, '-x--'), '-') AS parts FROM `booking`")
+    assert "session.Split(CONCAT(order_number, '-x--'), '-')" in in_spark.query.spark_sql
+    udf_spark.createDataFrame([("a-b",)], "order_number string").createOrReplaceTempView("booking")
+    assert udf_spark.sql(in_spark.query.spark_sql).collect()[0].parts == ["a", "b", "x"]

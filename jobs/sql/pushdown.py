@@ -69,6 +69,11 @@ def push_udfs(spark_sql: str, table: str, fields: Iterable[str], udfs: Iterable[
         select = call.find_ancestor(exp.Select)
         if function is None or select is None:
             continue
+        target: exp.Expression = call
+        if isinstance(call.parent, exp.Dot):  # session.Split(...): a UDF reached past a built-in of its name
+            if call.parent.this.name.lower() != "session":
+                continue
+            target = call.parent
         qualifiers = _reads_only(select, table)
         args = None if qualifiers is None else _arguments(call, qualifiers, field_set)
         if args is None:
@@ -76,7 +81,7 @@ def push_udfs(spark_sql: str, table: str, fields: Iterable[str], udfs: Iterable[
         key = (function, args)
         if key not in computed:
             computed[key] = Computed(f"{PREFIX}{len(computed) + 1}", function, args)
-        call.replace(exp.column(computed[key].name, quoted=True))
+        target.replace(exp.column(computed[key].name, quoted=True))
     if not computed:
         return spark_sql, []
     return root.sql(dialect="spark", normalize_functions=False), list(computed.values())

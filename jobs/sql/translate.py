@@ -39,11 +39,17 @@ class Query:
     window: timedelta = timedelta(0)  # longest event-time window (session: its gap); 0 if none or not known
 
 
-def translate(sql: str, tables: Mapping[str, StructType], functions: Iterable[str] = ()) -> Query:
+def translate(
+    sql: str,
+    tables: Mapping[str, StructType],
+    functions: Iterable[str] = (),
+    shadowed: Mapping[str, str] | None = None,
+) -> Query:
     """Validate `sql` against the declared `tables` (name -> schema; `rowtime` is implied) and the registered UDF
     names `functions` (case-insensitive), and translate it to Spark SQL. Raises SqlError saying what is wrong and how
     to fix it. Dagger constructs (TUMBLE/HOP/SESSION, DistinctCount, PercentileAggregator) are always translated,
-    even if a UDF of that name is registered, so they stay exact and streaming-safe."""
+    even if a UDF of that name is registered, so they stay exact and streaming-safe. `shadowed` maps UDF names that
+    a Spark built-in hides to the qualified name that reaches the UDF (`Split` -> `session.Split`)."""
     udfs = {name.lower(): name for name in functions}
     catalog = Catalog(tables)
     root = parse_query(sql, udfs.values())
@@ -59,6 +65,10 @@ def translate(sql: str, tables: Mapping[str, StructType], functions: Iterable[st
     windows = [rewrite_windows(select) for select in reversed(selects)]
     rewrite_aggregates(root)
     _check_streaming_windows(root)
+    qualified = {k.lower(): v for k, v in (shadowed or {}).items()}
+    for call in list(root.find_all(exp.Anonymous)):
+        if call.name.lower() in qualified:
+            call.set("this", qualified[call.name.lower()])
 
     keys = tuple(name for name, role in outputs if role != "value")
     values = tuple(name for name, role in outputs if role == "value")
