@@ -301,9 +301,11 @@ class Decoder:
         wanted = None if columns is None else [c for c in field_names(desc) if c in set(columns)]
         self.plan = _plan(desc, wanted, 0)
         spark_struct, arrow_struct = _struct_types(desc, wanted, 0)
-        from jobs.udfs import SCALAR_UDFS  # here: workers of daggers without pushed calls need not import them
+        self.computed: list[tuple[Computed, Any]] = []
+        if computed:  # imported here: workers of daggers without such calls need not load the UDF library
+            from jobs.udfs import SCALAR_UDFS
 
-        self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
+            self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
         extra = [(c.name, udf.return_type) for c, udf in self.computed]
         self.spark_schema = T.StructType(
             [

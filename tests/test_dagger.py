@@ -72,6 +72,13 @@ def spec_dict(services: Services, table: str, topic: str, proto: str, sql: str, 
     }
 
 
+def spec_file(spec: dict[str, Any], tmp_path: Path) -> Path:
+    """The spec as a file for the `dagger` CLI, its checkpoint in the test's temp dir."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
+    return path
+
+
 def run_once(spark: SparkSession, spec: dict[str, Any], tmp_path: Path) -> None:
     plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
     run(plan, spark, once=True)
@@ -210,9 +217,7 @@ def test_kill_9_mid_run_then_restart_is_exact(services: Services, tmp_path: Path
         {"type": "postgres", "dsn": services.postgres_dsn, "table": table},
     )
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
-    spec["checkpoint_dir"] = str(tmp_path / "checkpoint")
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path = spec_file(spec, tmp_path)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [str(BIN_DIR / "dagger"), "run", str(path)],
@@ -351,9 +356,10 @@ def test_surge_to_influx_with_telemetry(services: Services, spark: SparkSession,
     lags = vm_series(vm, "dagger_metrics_lag", dagger)
     assert sorted(s["metric"]["partition"] for s in lags) == ["0", "1"]
     assert all(s["values"][-1] == 0 for s in lags)  # caught up at the end
-    assert vm_series(vm, "dagger_metrics_batch_duration_ms", dagger) and vm_series(
-        vm, "dagger_metrics_watermark_ms", dagger
-    )
+    for metric in ("batch_duration_ms", "watermark_ms", "processed_rate"):
+        assert vm_series(vm, f"dagger_metrics_{metric}", dagger), metric
+    for metric in ("malformed", "sink_errors"):
+        assert sum(sum(s["values"]) for s in vm_series(vm, f"dagger_metrics_{metric}", dagger)) == 0, metric
 
 
 def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: Path) -> None:
@@ -389,9 +395,7 @@ def test_surge_on_the_standalone_cluster(services: Services, tmp_path: Path) -> 
     spec = spec_dict(
         services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log", "path": str(out)}
     )
-    spec["checkpoint_dir"] = str(tmp_path / "checkpoint")
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path = spec_file(spec, tmp_path)
     r = subprocess.run(
         [str(BIN_DIR / "dagger"), "run", "--once", "--master", services.spark_master_url, str(path)],
         capture_output=True,
