@@ -23,7 +23,7 @@ import yaml
 from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
-from jobs.engine import run
+from jobs.engine import preview, run
 from jobs.generator import booking_logs, driver_pings, produce
 from jobs.plan import plan_dagger
 from jobs.sinks import read_log
@@ -88,14 +88,19 @@ def log_rows(path: Path) -> list[dict[str, Any]]:
     return list(read_log(path).values())
 
 
-def surge_rows(path: Path) -> Counter[tuple[int, str, str, str]]:
-    """The surge query's log sink output, keyed like `surge_truth`."""
+def surge_counts(rows: Iterable[dict[str, Any]]) -> Counter[tuple[int, str, str, str]]:
+    """Rows of the surge query, keyed like `surge_truth`."""
     return Counter(
         {
             (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
-            for r in log_rows(path)
+            for r in rows
         }
     )
+
+
+def surge_rows(path: Path) -> Counter[tuple[int, str, str, str]]:
+    """The surge query's log sink output, keyed like `surge_truth`."""
+    return surge_counts(log_rows(path))
 
 
 def surge_truth(events: Iterable[Any]) -> Counter[tuple[int, str, str, str]]:
@@ -122,8 +127,9 @@ def test_seed_surge_query_runs_as_written(services: Services, spark: SparkSessio
     assert surge_rows(out) == surge_truth(events)
 
 
-def _iso(value: str) -> str:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).isoformat()
+def _iso(value: str | datetime) -> str:
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return when.astimezone(UTC).isoformat()
 
 
 def test_seed_supply_query_counts_distinct_drivers(services: Services, spark: SparkSession, tmp_path: Path) -> None:
@@ -377,13 +383,7 @@ def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: 
     )
     run_once(spark, spec, tmp_path)
     rows = [json.loads(m.value()) for m in latest_by_key(consume_all(services.kafka_bootstrap, out_topic)).values()]
-    got = Counter(
-        {
-            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
-            for r in rows
-        }
-    )
-    assert got == surge_truth(events)
+    assert surge_counts(rows) == surge_truth(events)
 
 
 def test_surge_on_the_standalone_cluster(services: Services, tmp_path: Path) -> None:
@@ -404,3 +404,22 @@ def test_surge_on_the_standalone_cluster(services: Services, tmp_path: Path) -> 
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert surge_rows(out) == surge_truth(events)
+
+
+def test_preview_runs_the_query_on_the_latest_events(services: Services, spark: SparkSession, tmp_path: Path) -> None:
+    topic = new_topic(services)
+    events = list(booking_logs(3_000, seed=60, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)  # event i goes to partition i % 2
+    spec = spec_dict(services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log"})
+    table = preview(plan_dagger(parse_spec(spec)), spark, limit=100_000, recent=400)
+    latest = [e for p in (0, 1) for e in events[p::2][-400:]]
+    assert surge_counts(table.to_pylist()) == surge_truth(latest)
+
+    r = subprocess.run(
+        [str(BIN_DIR / "dagger"), "preview", "--limit", "5", str(spec_file(spec, tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "(5 rows)" in r.stdout and "tag_s2id" in r.stdout
