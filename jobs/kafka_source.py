@@ -135,6 +135,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self.stream = opts.stream
         self._consumer: Consumer | None = None
+        self._committer: Consumer | None = None  # commits to `consumer_group`, if set
         self._available_now: Offsets | None = None
         # `auto`: probe until one partition with data shows whether the broker's high watermark can be trusted.
         self._probe: bool | None = {"reported": False, "probe": True}.get(self.stream.kafka.high_watermark)
@@ -242,16 +243,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         offsets = [TopicPartition(t, int(p), o) for t, parts in end.items() if t != FLUSH for p, o in parts.items()]
         if offsets:
-            c = Consumer(kafka_config(self.stream, **{"group.id": group, "enable.auto.commit": False}))
-            try:
-                c.commit(offsets=offsets, asynchronous=False)
-            finally:
-                c.close()
+            if self._committer is None:  # one client for the query's life, not one per batch
+                self._committer = Consumer(
+                    kafka_config(self.stream, **{"group.id": group, "enable.auto.commit": False})
+                )
+            self._committer.commit(offsets=offsets, asynchronous=False)
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for client in (self._consumer, self._committer):
+            if client is not None:
+                client.close()
+        self._consumer = self._committer = None
 
     # -- executor side: reading ------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ import psycopg
 import pytest
 import s2sphere
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
@@ -137,18 +138,17 @@ def test_seed_supply_query_counts_distinct_drivers(services: Services, spark: Sp
     pings = list(driver_pings(20_000, seed=5, start=START, rate=100, drivers=300))
     produce(services.kafka_bootstrap, topic, iter(pings), partitions=2)
     out = tmp_path / "supply.jsonl"
-    run_once(
-        spark,
-        spec_dict(
-            services,
-            "supply_data",
-            topic,
-            "daggers.events.DriverLocationPing",
-            SUPPLY_SQL,
-            {"type": "log", "path": str(out)},
-        ),
-        tmp_path,
+    spec = spec_dict(
+        services,
+        "supply_data",
+        topic,
+        "daggers.events.DriverLocationPing",
+        SUPPLY_SQL,
+        {"type": "log", "path": str(out)},
     )
+    group = f"lag-{uuid.uuid4().hex[:8]}"
+    spec["streams"][0]["kafka"]["consumer_group"] = group  # processed offsets also committed there, for lag tools
+    run_once(spark, spec, tmp_path)
     truth: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for p in pings:
         status = driver_location_pb2.DriverStatus.Name(p.driver_status)
@@ -157,6 +157,10 @@ def test_seed_supply_query_counts_distinct_drivers(services: Services, spark: Sp
         (r["label_s2id"], r["label_driver_status"], _iso(r["window_timestamp"])): r["drivers"] for r in log_rows(out)
     }
     assert got == {k: len(v) for k, v in truth.items()}
+    c = Consumer({"bootstrap.servers": services.kafka_bootstrap, "group.id": group})
+    committed = c.committed([TopicPartition(topic, p) for p in (0, 1)], timeout=10)
+    c.close()
+    assert sorted(tp.offset for tp in committed) == [10_000, 10_000]
 
 
 def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark: SparkSession, tmp_path: Path) -> None:
