@@ -18,10 +18,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+import protos
 from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
 from jobs.plan import DaggerPlan
 from jobs.protobuf import ROWTIME, SENTINEL
-from jobs.session import spark_session
+from jobs.session import ship_engine, spark_session
 from jobs.sinks import open_sink
 from jobs.telemetry import Telemetry, event_rows, sentinel_rows
 from jobs.topics import ensure_topics
@@ -41,7 +42,10 @@ class RunResult:
 
 def session_for(plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
     spec = plan.spec
-    return spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+    if not master.startswith("local"):
+        ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
+    return spark
 
 
 def _prepare(spark: SparkSession) -> None:

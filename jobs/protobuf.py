@@ -93,8 +93,11 @@ def compile_protos(files: list[Path], out_dir: Path) -> Path:
 def _schemas(extra: tuple[str, ...]) -> tuple[DescriptorPool, tuple[str, ...]]:
     """The pool (and message names) of protos/ plus a spec's `schemas`: descriptor sets, or `.proto` files compiled
     here. Cached: Spark tasks of one worker process look messages up once, not per task."""
-    sets = [protos.DESCRIPTOR_SET, *(Path(p) for p in extra if not p.endswith(".proto"))]
-    sources = [Path(p) for p in extra if p.endswith(".proto")]
+    # On a cluster's executors the driver's paths may not exist: protos.local_file finds the shipped copies.
+    sets = [
+        protos.local_file(p) for p in (protos.DESCRIPTOR_SET, *(Path(p) for p in extra if not p.endswith(".proto")))
+    ]
+    sources = [protos.local_file(Path(p)) for p in extra if p.endswith(".proto")]
     with tempfile.TemporaryDirectory(prefix="dagger-schemas-") as tmp:
         if sources:
             sets.append(compile_protos(sources, Path(tmp)))

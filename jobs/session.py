@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from odin.paths import REPO
+
+SHIPPED_PACKAGES = ("jobs", "protos")  # what executors import: the Kafka reader, decoder, UDFs and schema loader
 
 
 def spark_session(
@@ -31,3 +40,24 @@ def spark_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@cache
+def engine_zip() -> Path:
+    """The engine's packages as one zip (built once per driver process), for executors' Python path."""
+    path = Path(tempfile.mkdtemp(prefix="dagger-engine-")) / "dagger_engine.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in SHIPPED_PACKAGES:
+            for f in sorted((REPO / package).rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".tsv"):
+                    z.write(f, f.relative_to(REPO))
+    return path
+
+
+def ship_engine(spark: SparkSession, files: Iterable[Path]) -> None:
+    """Executors of a cluster run the driver's engine, whatever their hosts have installed: the packages go on
+    their Python path and the compiled schemas (`files`) into their SparkFiles directory (see protos.local_file)."""
+    sc = spark.sparkContext
+    sc.addPyFile(str(engine_zip()))
+    for f in files:
+        sc.addFile(str(f))

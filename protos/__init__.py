@@ -17,6 +17,20 @@ DESCRIPTOR_SET = GEN_DIR / "events.desc"
 PY_OUT = GEN_DIR / "py"
 
 
+def local_file(path: Path) -> Path:
+    """`path` if this host has it, else the copy Spark shipped to this executor (`SparkContext.addFile`), else
+    `path` (the caller reports it missing)."""
+    if path.exists():
+        return path
+    try:
+        from pyspark import SparkFiles
+
+        shipped = Path(SparkFiles.get(path.name))
+    except Exception:  # not inside a Spark task: nothing was shipped here
+        return path
+    return shipped if shipped.exists() else path
+
+
 def proto_files() -> list[Path]:
     return sorted(PROTO_ROOT.rglob("*.proto"))
 

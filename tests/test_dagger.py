@@ -427,3 +427,38 @@ def test_preview_runs_the_query_on_the_latest_events(services: Services, spark: 
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "(5 rows)" in r.stdout and "tag_s2id" in r.stdout
+
+
+SHIPPED_PROBE = """
+import json, sys
+from pathlib import Path
+from jobs.engine import session_for
+from jobs.plan import plan_dagger
+from jobs.spec import load_spec
+
+spark = session_for(plan_dagger(load_spec(Path(sys.argv[1]))), sys.argv[2])
+
+def probe(_):
+    import jobs, protos
+    elsewhere = protos.local_file(Path("/nowhere") / protos.DESCRIPTOR_SET.name)  # a driver path this host lacks
+    return [jobs.__file__, str(elsewhere), elsewhere.exists()]
+
+print(json.dumps(spark.sparkContext.parallelize([0], 1).map(probe).collect()[0]))
+spark.stop()
+"""
+
+
+def test_cluster_executors_run_the_drivers_engine(services: Services, tmp_path: Path) -> None:
+    """On a cluster, executors import the engine the driver shipped (never a stale install on their host) and find
+    the compiled schemas among the files Spark shipped when the driver's path does not exist there."""
+    spec = spec_dict(services, "data_stream", "unused", "daggers.events.BookingLog", SURGE_SQL, {"type": "log"})
+    r = subprocess.run(
+        [str(BIN_DIR / "python"), "-c", SHIPPED_PROBE, str(spec_file(spec, tmp_path)), services.spark_master_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs_file, schemas, exists = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "dagger_engine.zip" in jobs_file
+    assert exists and not schemas.startswith("/nowhere")
