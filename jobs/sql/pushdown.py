@@ -41,6 +41,8 @@ def _reads_only(select: exp.Select, table: str) -> set[str] | None:
 def _arguments(call: exp.Anonymous, qualifiers: set[str], fields: set[str]) -> tuple[tuple[str, Any], ...] | None:
     args: list[tuple[str, Any]] = []
     for arg in call.expressions:
+        if isinstance(arg, exp.Literal) and arg.is_string and "\\" in arg.name:
+            return None  # Spark unescapes backslashes in string literals: leave such calls to Spark
         if isinstance(arg, exp.Literal):
             args.append(("literal", _literal(arg)))
         elif isinstance(arg, exp.Neg) and isinstance(arg.this, exp.Literal) and not arg.this.is_string:
