@@ -73,6 +73,11 @@ def spec_dict(services: Services, table: str, topic: str, proto: str, sql: str, 
     }
 
 
+def surge_spec(services: Services, topic: str, sink: dict[str, Any]) -> dict[str, Any]:
+    """The seed's surge query over BookingLog events of `topic`."""
+    return spec_dict(services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, sink)
+
+
 def spec_file(spec: dict[str, Any], tmp_path: Path) -> Path:
     """The spec as a file for the `dagger` CLI, its checkpoint in the test's temp dir."""
     path = tmp_path / "spec.yaml"
@@ -118,13 +123,7 @@ def test_seed_surge_query_runs_as_written(services: Services, spark: SparkSessio
     events = list(booking_logs(30_000, seed=11, start=START, rate=200))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     out = tmp_path / "surge.jsonl"
-    run_once(
-        spark,
-        spec_dict(
-            services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log", "path": str(out)}
-        ),
-        tmp_path,
-    )
+    run_once(spark, surge_spec(services, topic, {"type": "log", "path": str(out)}), tmp_path)
     assert surge_rows(out) == surge_truth(events)
 
 
@@ -175,13 +174,7 @@ def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark:
         payloads.append(e.SerializeToString())
     produce(services.kafka_bootstrap, topic, iter(payloads), partitions=1)
     out = tmp_path / "out.jsonl"
-    run_once(
-        spark,
-        spec_dict(
-            services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log", "path": str(out)}
-        ),
-        tmp_path,
-    )
+    run_once(spark, surge_spec(services, topic, {"type": "log", "path": str(out)}), tmp_path)
     assert surge_rows(out) == surge_truth(events)
     dlq = consume_all(services.kafka_bootstrap, f"{topic}.dlq")
     assert sorted(int(dict(m.headers())["dagger.offset"]) for m in dlq) == sorted(bad_offsets)
@@ -218,12 +211,9 @@ def test_kill_9_mid_run_then_restart_is_exact(services: Services, tmp_path: Path
     events = list(booking_logs(60_000, seed=21, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     table = f"surge_{uuid.uuid4().hex[:8]}"
-    spec = spec_dict(
+    spec = surge_spec(
         services,
-        "data_stream",
         topic,
-        "daggers.events.BookingLog",
-        SURGE_SQL,
         {"type": "postgres", "dsn": services.postgres_dsn, "table": table},
     )
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
@@ -346,12 +336,9 @@ def test_surge_to_influx_with_telemetry(services: Services, spark: SparkSession,
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     url = services.victoria_metrics_url if version == 2 else services.influxdb_url
     measurement = f"surge_{uuid.uuid4().hex[:8]}"
-    spec = spec_dict(
+    spec = surge_spec(
         services,
-        "data_stream",
         topic,
-        "daggers.events.BookingLog",
-        SURGE_SQL,
         {"type": "influx", "url": url, "version": version, "measurement": measurement},
     )
     spec["telemetry_url"] = services.victoria_metrics_url
@@ -377,12 +364,9 @@ def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: 
     events = list(booking_logs(10_000, seed=40, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     out_topic = f"surge-out-{uuid.uuid4().hex[:8]}"
-    spec = spec_dict(
+    spec = surge_spec(
         services,
-        "data_stream",
         topic,
-        "daggers.events.BookingLog",
-        SURGE_SQL,
         {"type": "kafka", "bootstrap_servers": services.kafka_bootstrap, "topic": out_topic},
     )
     run_once(spark, spec, tmp_path)
@@ -396,9 +380,7 @@ def test_surge_on_the_standalone_cluster(services: Services, tmp_path: Path) -> 
     events = list(booking_logs(10_000, seed=50, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     out = tmp_path / "surge.jsonl"
-    spec = spec_dict(
-        services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log", "path": str(out)}
-    )
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
     path = spec_file(spec, tmp_path)
     r = subprocess.run(
         [str(BIN_DIR / "dagger"), "run", "--once", "--master", services.spark_master_url, str(path)],
@@ -414,7 +396,7 @@ def test_preview_runs_the_query_on_the_latest_events(services: Services, spark: 
     topic = new_topic(services)
     events = list(booking_logs(3_000, seed=60, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)  # event i goes to partition i % 2
-    spec = spec_dict(services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, {"type": "log"})
+    spec = surge_spec(services, topic, {"type": "log"})
     table = preview(plan_dagger(parse_spec(spec)), spark, limit=100_000, recent=400)
     latest = [e for p in (0, 1) for e in events[p::2][-400:]]
     assert surge_counts(table.to_pylist()) == surge_truth(latest)
@@ -451,7 +433,7 @@ spark.stop()
 def test_cluster_executors_run_the_drivers_engine(services: Services, tmp_path: Path) -> None:
     """On a cluster, executors import the engine the driver shipped (never a stale install on their host) and find
     the compiled schemas among the files Spark shipped when the driver's path does not exist there."""
-    spec = spec_dict(services, "data_stream", "unused", "daggers.events.BookingLog", SURGE_SQL, {"type": "log"})
+    spec = surge_spec(services, "unused", {"type": "log"})
     r = subprocess.run(
         [str(BIN_DIR / "python"), "-c", SHIPPED_PROBE, str(spec_file(spec, tmp_path)), services.spark_master_url],
         capture_output=True,
