@@ -7,7 +7,8 @@ consumer group for lag tools. Undecodable events go to a dead-letter topic with 
 
 Offsets are `{"<topic>": {"<partition>": next_offset}, "__flush": 0|1}`; `__flush` is the event time (µs) of
 the last end-of-input sentinel row emitted: a `--once` run emits one with a later time after all input was read,
-so that every window closes (see jobs/protobuf.py).
+so that every window closes (see jobs/protobuf.py). The end offsets of a query's first batch also carry
+`"__initial"`, where that batch started: Spark reports no start for it, and telemetry needs one.
 """
 
 from __future__ import annotations
@@ -31,12 +32,20 @@ from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
 FLUSH = "__flush"
+INITIAL = "__initial"  # in the first batch's end offsets: its start offsets
+NEW = "__new"  # in the initial offsets only: no batch has run yet
+RESERVED = frozenset({FLUSH, INITIAL, NEW})
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
 METADATA_TIMEOUT_S = 10.0
 STALL_TIMEOUT_S = 60.0  # a task that gets no record for this long while records are due fails (Spark retries)
 AUTO_AGREEMENTS = 20  # `high_watermark: auto` trusts the broker after this many probes agreeing with it
 
 Offsets = dict[str, dict[str, int]]
+
+
+def topic_offsets(offsets: dict[str, Any]) -> Offsets:
+    """The per-topic part of a source offset (without the source's own keys)."""
+    return {t: parts for t, parts in offsets.items() if t not in RESERVED}
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         lows, ends = self._ends()
         first = lows if self.stream.kafka.start == "earliest" else ends
-        return {**first, FLUSH: 0}
+        return {**first, FLUSH: 0, NEW: 1}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.stream.kafka.max_events_per_trigger
@@ -221,13 +230,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if flush_at is not None and flush_at > flush and self._available_now is not None and total == 0:
             flush = flush_at  # one more batch after the last data: the sentinel that closes every open window
         end[FLUSH] = flush
+        if start.get(NEW):
+            if {k: v for k, v in start.items() if k != NEW} == end:
+                return start  # nothing to read yet: no batch
+            end[INITIAL] = topic_offsets(start)
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         parts: list[InputPartition] = []
-        for topic, ends in end.items():
-            if topic == FLUSH:
-                continue
+        for topic, ends in topic_offsets(end).items():
             for p, stop in ends.items():
                 begin = start.get(topic, {}).get(p, 0)
                 if stop <= begin:
@@ -241,7 +252,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         group = self.stream.kafka.consumer_group
         if not group:
             return
-        offsets = [TopicPartition(t, int(p), o) for t, parts in end.items() if t != FLUSH for p, o in parts.items()]
+        offsets = [TopicPartition(t, int(p), o) for t, parts in topic_offsets(end).items() for p, o in parts.items()]
         if offsets:
             if self._committer is None:  # one client for the query's life, not one per batch
                 self._committer = Consumer(

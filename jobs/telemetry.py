@@ -2,6 +2,7 @@
 
 Malformed events are derived, not counted twice: every offset of a batch's range is either a decoded row or a
 dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
+Spark reports no start offsets for a query's first batch: the source puts them in that batch's end offsets.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from jobs.kafka_source import FLUSH
+from jobs.kafka_source import FLUSH, INITIAL, topic_offsets
 from jobs.sinks.influx import escape_key
 
 log = logging.getLogger("dagger.telemetry")
@@ -25,7 +26,7 @@ def _raw(raw: Any) -> dict[str, Any]:
 
 
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
-    return {t: parts for t, parts in _raw(raw).items() if isinstance(parts, dict)}
+    return topic_offsets(_raw(raw))
 
 
 def sentinel_rows(progress: dict[str, Any]) -> int:
@@ -48,6 +49,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
     lines = []
     for source in progress.get("sources", []):
         start, end, latest = (_offsets(source.get(k)) for k in ("startOffset", "endOffset", "latestOffset"))
+        start = start or _raw(source.get("endOffset")).get(INITIAL, {})  # a query's first batch
         for topic, parts in end.items():
             for p, off in parts.items():
                 consumed += off - start.get(topic, {}).get(p, off)
