@@ -110,11 +110,18 @@ def run(
         err.print(f"[bold red]error:[/] {e}")
         raise typer.Exit(1) from None
     finally:
-        spark.stop()
-    console.print(
-        f"[green]done[/]: {result.input_rows} events in {result.batches} batch(es), "
+        try:
+            spark.stop()
+        except Exception as e:  # a signal to the process group stopped Spark's JVM already
+            logging.getLogger("dagger").warning("Spark was already stopped: %s", type(e).__name__)
+    summary = (
+        f"{result.input_rows} events in {result.batches} batch(es), "
         f"{result.rows_written} row(s) written to {plan.spec.sink.type}"
     )
+    if result.stopped:
+        console.print(f"[yellow]stopped[/] by signal after {summary}; a restart continues from {plan.checkpoint}")
+    else:
+        console.print(f"[green]done[/]: {summary}")
 
 
 @app.command()

@@ -7,6 +7,7 @@ idempotent per batch id, so a crash and replay has an exactly-once effect.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class RunResult:
     input_rows: int = 0
     max_event_time: datetime | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
+    stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
 
 
 def session_for(plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
@@ -141,13 +143,19 @@ def run(
                     telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p)
-            if stop["requested"] and q.isActive:
-                q.stop()
-            if q.exception():
+            if not stop["requested"] and q.exception():
                 raise RuntimeError(f"dagger {spec.qualified_name} failed: {q.exception()}")
+        except Exception:
+            # A signal sent to the whole process group also reaches Spark's JVM and Python workers, which may fail
+            # the query or drop the connection: that is the stop asked for. The unfinished batch is replayed on
+            # restart, and sinks are idempotent per batch.
+            if not stop["requested"]:
+                raise
         finally:
-            if q.isActive:  # an error on our side: never leave the query running behind
-                q.stop()
+            result.stopped = stop["requested"]
+            with contextlib.suppress(Exception if result.stopped else ()):
+                if q.isActive:  # stop after the current batch; on our own error, never leave the query running
+                    q.stop()
             for s, h in previous.items():
                 signal.signal(s, h)
 
@@ -160,6 +168,8 @@ def run(
         margin = spec.watermark_delay + plan.query.window + timedelta(seconds=1)
         first = datetime.now(UTC) + margin
         follow(start(first))
+        if result.stopped:
+            return result
         if result.max_event_time is not None and result.max_event_time + margin > first:
             follow(start(result.max_event_time + margin))
         return result
