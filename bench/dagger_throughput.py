@@ -41,6 +41,7 @@ from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
+from bench import victoria
 from jobs.generator import booking_logs, produce
 from jobs.topics import ensure_topics
 from jobs.udfs.s2 import s2_cell_ids
@@ -74,7 +75,7 @@ class Measured:
     events: int
     seconds: float
     peak_rss_mb: float
-    steady_rate: float = 0.0  # events/s once running (the dagger: batches after the first)
+    steady_rate: float  # events/s once running (the dagger: batches after the first)
     detail: str = ""
 
     @property
@@ -139,7 +140,7 @@ def group_rss_mb(pgid: int) -> float:
     return total / 2**20
 
 
-def run_once(spec: Path, events: int) -> Measured:
+def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
     started = time.perf_counter()
     proc = subprocess.Popen(
         [str(BIN_DIR / "dagger"), "run", "--once", str(spec)],
@@ -164,7 +165,7 @@ def run_once(spec: Path, events: int) -> Measured:
     if proc.returncode:
         raise SystemExit(f"dagger run --once failed ({proc.returncode}):\n{''.join(out[-40:])}")
     batches = [line for line in out if line.startswith("batch ")]
-    return Measured(events, seconds, peak, 0.0, f"{len(batches)} batches")
+    return Measured(events, seconds, peak, steady_rate(vm, dagger), f"{len(batches)} batches")
 
 
 # -- the baseline ----------------------------------------------------------------------------------------------
@@ -240,36 +241,23 @@ def run_baseline(kafka: str, topic: str, ends: dict[int, int]) -> tuple[Measured
 # -- the TSDB --------------------------------------------------------------------------------------------------
 
 
-def vm_flush(vm: str) -> None:
-    httpx.get(f"{vm}/internal/force_flush", timeout=10)
-
-
 def vm_totals(vm: str, metric: str) -> dict[str, float]:
     """Rows, summed bookings and summed distinct customers the dagger wrote (every sample, every series)."""
-    vm_flush(vm)
-    out = {"rows": 0.0, "bookings": 0.0, "customers": 0.0}
-    for field, key in (("num_of_bookings", "bookings"), ("unique_customers", "customers")):
-        r = httpx.get(f"{vm}/api/v1/export", params={"match[]": f"{metric}_{field}", "start": "0"}, timeout=120)
-        for line in r.text.splitlines():
-            series = json.loads(line)
-            out[key] += sum(series["values"])
-            if key == "bookings":
-                out["rows"] += len(series["values"])
-    return out
+    bookings = victoria.export(vm, f"{metric}_num_of_bookings")
+    customers = victoria.export(vm, f"{metric}_unique_customers")
+    return {
+        "rows": float(sum(len(s["values"]) for s in bookings)),
+        "bookings": float(sum(sum(s["values"]) for s in bookings)),
+        "customers": float(sum(sum(s["values"]) for s in customers)),
+    }
 
 
 def steady_rate(vm: str, dagger: str) -> float:
     """Events/s over the batches after the first (which also starts Python workers and state stores), from the
     dagger's own telemetry (`dagger_metrics`); end-of-input batches (no events) left out."""
-    vm_flush(vm)
 
     def samples(field: str) -> list[float]:
-        r = httpx.get(
-            f"{vm}/api/v1/export",
-            params={"match[]": f'dagger_metrics_{field}{{dagger="{dagger}"}}', "start": "0"},
-            timeout=30,
-        )
-        series = [json.loads(line) for line in r.text.splitlines()]
+        series = victoria.export(vm, f'dagger_metrics_{field}{{dagger="{dagger}"}}')
         return [v for _, v in sorted(zip(series[0]["timestamps"], series[0]["values"], strict=True))] if series else []
 
     batches = [(n, ms) for n, ms in zip(samples("input_rows"), samples("batch_duration_ms"), strict=True) if n][1:]
@@ -277,7 +265,7 @@ def steady_rate(vm: str, dagger: str) -> float:
 
 
 def newest_window(vm: str, metric: str) -> float | None:
-    vm_flush(vm)
+    victoria.flush(vm)
     r = httpx.get(
         f"{vm}/api/v1/query", params={"query": f"max(timestamp({metric}_num_of_bookings))"}, timeout=10
     ).json()
@@ -374,8 +362,7 @@ def main(events: int, rate: int, latency_s: float) -> int:
             rows.append(("produce (generate + serialize + send)", f"{events:,} events in {produced_s:.1f}s"))
 
             spec = spec_file(state, "surge", topic, kafka, vm, WINDOW_S, "60s", "1s")
-            dagger = run_once(spec, events)
-            dagger.steady_rate = steady_rate(vm, "bench.surge")
+            dagger = run_once(spec, events, vm, "bench.surge")
             base, truth = run_baseline(kafka, topic, ends)
             written = vm_totals(vm, measurement("surge"))
             exact = (written["rows"], written["bookings"], written["customers"]) == (

@@ -9,20 +9,19 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import s2sphere
 import yaml
 from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
+from bench import victoria
 from jobs.generator import booking_logs, produce
 from jobs.topics import ensure_topics
 from odin.endpoints import Endpoints
@@ -49,12 +48,8 @@ def truth(events: list[booking_log_pb2.BookingLog]) -> Counter[tuple[str, str, s
 
 
 def stored(vm: str, metric: str) -> Counter[tuple[str, str, str, int]]:
-    httpx.get(f"{vm}/internal/force_flush", timeout=10)
-    r = httpx.get(f"{vm}/api/v1/export", params={"match[]": metric, "start": "0"}, timeout=60)
-    r.raise_for_status()
     out: Counter[tuple[str, str, str, int]] = Counter()
-    for line in r.text.splitlines():
-        series = json.loads(line)
+    for series in victoria.export(vm, metric):
         m = series["metric"]
         for ts, value in zip(series["timestamps"], series["values"], strict=True):
             out[(m["tag_city_id"], m["tag_s2id"], m["tag_vehicle_type"], ts)] = int(value)

@@ -1,0 +1,21 @@
+"""Reading back what a dagger wrote to VictoriaMetrics (benchmarks and the demo)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+
+def flush(vm: str) -> None:
+    """Make recently written samples searchable now (they otherwise appear within seconds)."""
+    httpx.get(f"{vm}/internal/force_flush", timeout=10).raise_for_status()
+
+
+def export(vm: str, match: str) -> list[dict[str, Any]]:
+    """Every sample of the series matching `match`: [{"metric": labels, "values": [...], "timestamps": [...]}]."""
+    flush(vm)
+    r = httpx.get(f"{vm}/api/v1/export", params={"match[]": match, "start": "0"}, timeout=120)
+    r.raise_for_status()
+    return [json.loads(line) for line in r.text.splitlines()]
