@@ -30,6 +30,10 @@ from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
 log = logging.getLogger("dagger")
+STATE_STORES = {  # spec.state_store -> Spark's provider (kept in the checkpoint: a restart uses the same one)
+    "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
 
 
 @dataclass
@@ -104,6 +108,7 @@ def run(
         result.batches += 1
 
     def start(flush_at: datetime | None) -> StreamingQuery:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORES[spec.state_store])
         writer = (
             streaming_frame(spark, plan, flush_at)
             .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))

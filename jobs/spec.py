@@ -150,6 +150,11 @@ class DaggerSpec(Model):
     watermark_delay: Duration = Field(timedelta(seconds=60), description="How late an event may be.")
     trigger_interval: Duration = Field(timedelta(seconds=10), description="Micro-batch interval.")
     parallelism: int = Field(2, ge=1, le=256, description="Spark tasks per stage (shuffle partitions).")
+    state_store: Literal["memory", "rocksdb"] = Field(
+        "memory",
+        description="Where open windows and aggregates live between batches: `memory` (Spark's default store, "
+        "fastest) or `rocksdb` (on local disk, for state larger than executors' memory).",
+    )
     sink: Sink = Field(default_factory=LogSink)  # type: ignore[arg-type]
     checkpoint_dir: Path | None = Field(None, description="Default: <state>/daggers/<team>/<name>/checkpoint.")
     telemetry_url: str | None = Field(

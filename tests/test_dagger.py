@@ -213,16 +213,24 @@ def test_invalid_specs_are_refused_with_reasons(tmp_path: Path) -> None:
     assert r.returncode == 2 and "name:" in r.stderr and "streams:" in r.stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
-def test_stopped_mid_run_then_restarted_is_exact(services: Services, tmp_path: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize(
+    ("sig", "state_store"),
+    [(signal.SIGKILL, "memory"), (signal.SIGTERM, "rocksdb")],
+    ids=["kill-9-memory-state", "sigterm-rocksdb-state"],
+)
+def test_stopped_mid_run_then_restarted_is_exact(
+    services: Services, tmp_path: Path, sig: signal.Signals, state_store: str
+) -> None:
     """The whole process group is signalled, as a supervisor does: kill -9 mid-run, or SIGTERM (a clean exit 0);
-    a restart with --once then leaves the sink equal to the ground truth: nothing lost, nothing counted twice."""
+    a restart with --once then leaves the sink equal to the ground truth: nothing lost, nothing counted twice.
+    Both state stores keep open windows across the restart."""
     topic = new_topic(services)
     events = list(booking_logs(60_000, seed=21, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     table = f"surge_{uuid.uuid4().hex[:8]}"
     spec = surge_spec(services, topic, {"type": "postgres", "dsn": services.postgres_dsn, "table": table})
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
+    spec["state_store"] = state_store
     path = spec_file(spec, tmp_path)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     out = tmp_path / "run.out"
