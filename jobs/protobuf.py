@@ -1,9 +1,8 @@
-"""Protobuf messages → Spark schema and Arrow record batches, column by column.
+"""Protobuf payloads → Arrow record batches with the stream's schema (and its Spark schema).
 
-Decoding is the hot path of every dagger (one Python call per event), so it is planned once per message type:
-each needed top-level field gets an extractor that turns a list of parsed messages into one Arrow array.
-Nested messages become structs, repeated fields lists, maps maps, enums their names, Timestamps timestamps.
-Only the fields a query uses are decoded (`columns`).
+Decoding is the hot path of every dagger: ptars (Rust) decodes a whole chunk of payloads into Arrow columns at
+once, with no Python object per event. Nested messages become structs, repeated fields lists, maps maps, enums
+their names, Timestamps timestamps, wrapper types nullable values. Only the fields a query uses are kept.
 """
 
 from __future__ import annotations
@@ -12,50 +11,33 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import DecodeError, Message
+from ptars import HandlerPool, PtarsConfig
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 import protos
 
 TIMESTAMP = "google.protobuf.Timestamp"
 ROWTIME = "rowtime"
 SENTINEL = "__sentinel"  # set only on the end-of-input row that closes the last windows (`dagger run --once`)
-MAX_DEPTH = 6  # recursive messages are cut here
 ARROW_TS = pa.timestamp("us", tz="UTC")
 WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
 WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
 
 F = FieldDescriptor
-_SCALARS: dict[int, tuple[T.DataType, pa.DataType]] = {
-    F.TYPE_DOUBLE: (T.DoubleType(), pa.float64()),
-    F.TYPE_FLOAT: (T.FloatType(), pa.float32()),
-    F.TYPE_INT64: (T.LongType(), pa.int64()),
-    F.TYPE_SINT64: (T.LongType(), pa.int64()),
-    F.TYPE_SFIXED64: (T.LongType(), pa.int64()),
-    F.TYPE_UINT64: (T.LongType(), pa.int64()),  # values above 2^63 do not fit Spark's long: kept as wrapped
-    F.TYPE_FIXED64: (T.LongType(), pa.int64()),
-    F.TYPE_INT32: (T.IntegerType(), pa.int32()),
-    F.TYPE_SINT32: (T.IntegerType(), pa.int32()),
-    F.TYPE_SFIXED32: (T.IntegerType(), pa.int32()),
-    F.TYPE_UINT32: (T.LongType(), pa.int64()),
-    F.TYPE_FIXED32: (T.LongType(), pa.int64()),
-    F.TYPE_BOOL: (T.BooleanType(), pa.bool_()),
-    F.TYPE_STRING: (T.StringType(), pa.string()),
-    F.TYPE_BYTES: (T.BinaryType(), pa.binary()),
-    F.TYPE_ENUM: (T.StringType(), pa.string()),
-}
+# Enums come as numbers and are named here (numbers the schema does not know become null, not "99").
+PTARS = PtarsConfig(timestamp_tz="UTC", timestamp_unit="us", duration_unit="us", enum_repr="int32")
 
 
 @dataclass(frozen=True)
@@ -123,58 +105,47 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
     return fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == F.LABEL_REPEATED
 
 
-def _types(fd: FieldDescriptor, depth: int) -> tuple[T.DataType, pa.DataType]:
-    """(Spark type, Arrow type) of one field, repeated-ness included."""
-    if is_map(fd):
-        k, v = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
-        (sk, ak), (sv, av) = _types(k, depth + 1), _types(v, depth + 1)
-        return T.MapType(sk, sv, True), pa.map_(ak, av)
-    if fd.type == F.TYPE_MESSAGE:
-        full = fd.message_type.full_name
-        if full == TIMESTAMP:
-            single: tuple[T.DataType, pa.DataType] = (T.TimestampType(), ARROW_TS)
-        elif full in WRAPPERS:
-            single = _types(fd.message_type.fields_by_name["value"], depth + 1)
-        else:
-            single = _struct_types(fd.message_type, None, depth + 1)
-    else:
-        single = _SCALARS[fd.type]
-    if _is_repeated(fd):
-        return T.ArrayType(single[0], True), pa.list_(single[1])
-    return single
-
-
-def _struct_types(desc: Descriptor, columns: Sequence[str] | None, depth: int) -> tuple[T.StructType, pa.DataType]:
-    fields = [f for f in desc.fields if columns is None or f.name in columns]
-    if depth > MAX_DEPTH:
-        fields = [f for f in fields if f.type != F.TYPE_MESSAGE or f.message_type.full_name == TIMESTAMP]
-    pairs = [(f.name, *_types(f, depth)) for f in fields]
-    return (
-        T.StructType([T.StructField(n, s, True) for n, s, _ in pairs]),
-        pa.struct([pa.field(n, a) for n, _, a in pairs]),
-    )
-
-
 def field_names(desc: Descriptor) -> list[str]:
     return [f.name for f in desc.fields]
 
 
-# -- extraction: list of messages → Arrow array ----------------------------------------------------------
+# -- ptars' Arrow → the stream's Arrow: enum names, unsigned as Spark's long, every field nullable ----------------
 
-Extractor = Callable[[list[Any]], pa.Array]
-
-
-def _ts_micros(ts: Any) -> int:
-    return ts.seconds * 1_000_000 + ts.nanos // 1000
+Conform = Callable[[pa.Array], pa.Array]
 
 
-def _scalar_extractor(fd: FieldDescriptor, arrow: pa.DataType) -> Extractor:
-    # map(attrgetter) iterates in C: the cheapest way to read one field of every message.
-    get = attrgetter(fd.name)
+def _same(a: pa.Array) -> pa.Array:
+    return a
+
+
+def _conformer(fd: FieldDescriptor, arrow: pa.DataType, element: bool = False) -> tuple[pa.DataType, Conform]:
+    """The stream's type for one field as ptars decodes it, and the function taking ptars' array to it.
+    `element`: `arrow` is one element of the repeated field `fd`."""
+    if pa.types.is_map(arrow):
+        entry = fd.message_type.fields_by_name
+        key_type, key = _conformer(entry["key"], arrow.key_type)
+        item_type, item = _conformer(entry["value"], arrow.item_type)
+        out = pa.map_(key_type, item_type)
+        return out, lambda a: pa.MapArray.from_arrays(a.offsets, key(a.keys), item(a.items), type=out)
+    if pa.types.is_list(arrow) and not element:
+        value_type, value = _conformer(fd, arrow.value_type, element=True)
+        out = pa.list_(value_type)
+        return out, lambda a: pa.ListArray.from_arrays(a.offsets, value(a.values), type=out)
+    if pa.types.is_struct(arrow):
+        children = [(f.name, *_conformer(fd.message_type.fields_by_name[f.name], f.type)) for f in arrow]
+        fields = [pa.field(name, t) for name, t, _ in children]
+
+        def struct(a: pa.Array) -> pa.Array:
+            arrays = [conform(a.field(name)) for name, _, conform in children]
+            return pa.StructArray.from_arrays(arrays, fields=fields, mask=a.is_null() if a.null_count else None)
+
+        return pa.struct(fields), struct
     if fd.type == F.TYPE_ENUM:
-        to_name = _enum_names(fd)
-        return lambda msgs: to_name(np.fromiter(map(get, msgs), np.int64, len(msgs)))
-    return lambda msgs: pa.array(list(map(get, msgs)), arrow)
+        name = _enum_names(fd)
+        return pa.string(), lambda a: name(a.to_numpy(zero_copy_only=False).astype(np.int64))
+    if pa.types.is_unsigned_integer(arrow):  # Spark has no unsigned types; values above 2^63 wrap
+        return pa.int64(), lambda a: a.cast(pa.int64(), safe=False)
+    return arrow, _same
 
 
 def _enum_names(fd: FieldDescriptor) -> Callable[[npt.NDArray[np.int64]], pa.Array]:
@@ -191,91 +162,6 @@ def _enum_names(fd: FieldDescriptor) -> Callable[[npt.NDArray[np.int64]], pa.Arr
     return to_name
 
 
-def _message_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
-    name, full = fd.name, fd.message_type.full_name
-    if full == TIMESTAMP:
-
-        def ts(msgs: list[Any]) -> pa.Array:
-            return pa.array([_ts_micros(getattr(m, name)) if m.HasField(name) else None for m in msgs], ARROW_TS)
-
-        return ts
-    if full in WRAPPERS:
-
-        def wrapper(msgs: list[Any]) -> pa.Array:
-            return pa.array([getattr(m, name).value if m.HasField(name) else None for m in msgs], arrow)
-
-        return wrapper
-    children = _plan(fd.message_type, None, depth + 1)
-
-    def struct(msgs: list[Any]) -> pa.Array:
-        subs = [getattr(m, name) for m in msgs]
-        mask = pa.array([not m.HasField(name) for m in msgs], pa.bool_())
-        arrays = [ex(subs) for _, ex in children]
-        return pa.StructArray.from_arrays(arrays, fields=list(arrow), mask=mask)
-
-    return struct
-
-
-def _repeated_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
-    name = fd.name
-    if is_map(fd):
-        key_type = arrow.key_type
-        values_of = _item_extractor(fd.message_type.fields_by_name["value"], arrow.item_type, depth)
-
-        def mapping(msgs: list[Any]) -> pa.Array:
-            offsets, keys, values = [0], [], []
-            for m in msgs:
-                d = getattr(m, name)
-                keys.extend(d.keys())
-                values.extend(d.values())
-                offsets.append(len(keys))
-            return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, key_type), values_of(values))
-
-        return mapping
-
-    item = _item_extractor(fd, arrow.value_type, depth)
-
-    def repeated(msgs: list[Any]) -> pa.Array:
-        offsets, flat = [0], []
-        for m in msgs:
-            flat.extend(getattr(m, name))
-            offsets.append(len(flat))
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), item(flat))
-
-    return repeated
-
-
-def _item_extractor(fd: FieldDescriptor, arrow: pa.DataType, depth: int) -> Extractor:
-    """Extractor over the elements of a repeated field (the elements themselves, not messages holding them)."""
-    if fd.type == F.TYPE_ENUM:
-        to_name = _enum_names(fd)
-        return lambda items: to_name(np.fromiter(items, np.int64, len(items)))
-    if fd.type != F.TYPE_MESSAGE:
-        return lambda items: pa.array(items, arrow)
-    full = fd.message_type.full_name
-    if full == TIMESTAMP:
-        return lambda items: pa.array([_ts_micros(t) for t in items], ARROW_TS)
-    if full in WRAPPERS:
-        return lambda items: pa.array([w.value for w in items], arrow)
-    children = _plan(fd.message_type, None, depth + 1)
-    return lambda items: pa.StructArray.from_arrays([ex(items) for _, ex in children], fields=list(arrow))
-
-
-def _plan(desc: Descriptor, columns: Sequence[str] | None, depth: int) -> list[tuple[str, Extractor]]:
-    _, arrow = _struct_types(desc, columns, depth)
-    plan = []
-    for f in arrow:
-        fd = desc.fields_by_name[f.name]
-        if _is_repeated(fd):
-            ex = _repeated_extractor(fd, f.type, depth)
-        elif fd.type == F.TYPE_MESSAGE:
-            ex = _message_extractor(fd, f.type, depth)
-        else:
-            ex = _scalar_extractor(fd, f.type)
-        plan.append((f.name, ex))
-    return plan
-
-
 @dataclass
 class Decoded:
     batch: pa.RecordBatch
@@ -285,9 +171,11 @@ class Decoded:
 class Decoder:
     """Decodes payloads of one message type into Arrow batches with the stream's schema (+ `rowtime`).
 
-    `timestamp_field` (dotted for nested) gives event time: a Timestamp, or an integer of epoch seconds or
-    milliseconds (told apart by magnitude). A payload that does not parse, or has no event time, is an error
-    for that event only.
+    ptars (Rust) turns the wire bytes into Arrow columns without a Python object per event; this class names
+    enums, keeps the columns a query uses, and derives event time. `timestamp_field` (dotted for nested) gives
+    event time: a Timestamp, or an integer of epoch seconds or milliseconds (told apart by magnitude). A payload
+    that does not parse, or has no event time, is an error for that event only. Recursive message fields are
+    kept as their serialized bytes.
     """
 
     def __init__(
@@ -301,31 +189,27 @@ class Decoder:
         self.desc = desc
         self.timestamp_path = timestamp_field.split(".")
         self._check_timestamp_field()
-        wanted = None if columns is None else [c for c in field_names(desc) if c in set(columns)]
-        self.plan = _plan(desc, wanted, 0)
-        spark_struct, arrow_struct = _struct_types(desc, wanted, 0)
+        self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
+        wanted = set(field_names(desc) if columns is None else columns)
+        self.columns: list[tuple[str, Conform]] = []
+        fields = []
+        for f in self.handler.schema():
+            if f.name in wanted:
+                arrow, conform = _conformer(desc.fields_by_name[f.name], f.type)
+                self.columns.append((f.name, conform))
+                fields.append(pa.field(f.name, arrow))
         self.computed: list[tuple[Computed, Any]] = []
         if computed:  # imported here: workers of daggers without such calls need not load the UDF library
             from jobs.udfs import SCALAR_UDFS
 
             self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
-        extra = [(c.name, udf.return_type) for c, udf in self.computed]
-        self.spark_schema = T.StructType(
-            [
-                *spark_struct.fields,
-                *(T.StructField(name, dtype) for name, dtype in extra),
-                T.StructField(ROWTIME, T.TimestampType()),
-                T.StructField(SENTINEL, T.BooleanType()),
-            ]
-        )
-        self.arrow_schema = pa.schema(
-            [
-                *arrow_struct,
-                *(pa.field(name, to_arrow_type(dtype)) for name, dtype in extra),
-                pa.field(ROWTIME, ARROW_TS),
-                pa.field(SENTINEL, pa.bool_()),
-            ]
-        )
+        fields += [pa.field(c.name, to_arrow_type(udf.return_type)) for c, udf in self.computed]
+        fields += [pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_())]
+        self.arrow_schema = pa.schema(fields)
+        try:
+            self.spark_schema: T.StructType = from_arrow_schema(self.arrow_schema)
+        except (TypeError, NotImplementedError) as e:
+            raise SchemaError(f"{desc.full_name}: a field has no Spark type: {e}") from None
 
     def _check_timestamp_field(self) -> None:
         desc: Descriptor | None = self.desc
@@ -347,60 +231,57 @@ class Decoder:
             elif fd.type not in (F.TYPE_MESSAGE, F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_INT32, F.TYPE_DOUBLE):
                 raise SchemaError(f"timestamp_field {part!r} must be a Timestamp or epoch seconds/milliseconds")
 
-    def _rowtime(self, m: Any) -> int:
-        """Event time in µs of one message; 0 when it has none (unset, or the epoch itself)."""
-        for part in self.timestamp_path[:-1]:
-            if not m.HasField(part):
-                return 0
-            m = getattr(m, part)
-        v = getattr(m, self.timestamp_path[-1])
-        if hasattr(v, "seconds"):
-            return _ts_micros(v)
-        return int(v * 1000) if v > 100_000_000_000 else int(v * 1_000_000)  # epoch ms vs s
+    def _rowtimes(self, raw: pa.RecordBatch) -> npt.NDArray[np.int64]:
+        """Event times in µs; 0 when an event has none (unset, or the epoch itself)."""
+        values: pa.Array = raw.column(self.timestamp_path[0])
+        for part in self.timestamp_path[1:]:
+            values = pc.struct_field(values, part)  # null where a parent message is unset
+        if pa.types.is_timestamp(values.type):
+            return values.cast(pa.int64()).fill_null(0).to_numpy()
+        epoch = values.cast(pa.float64()).fill_null(0).to_numpy()
+        return np.where(epoch > 100_000_000_000, epoch * 1000, epoch * 1_000_000).astype(np.int64)  # ms vs s
 
-    def _rowtimes(self, msgs: list[Any]) -> npt.NDArray[np.int64]:
-        """Event times in µs (0: none). A top-level field is read column-wise, a nested one message by message."""
-        n = len(msgs)
-        if len(self.timestamp_path) > 1:
-            return np.fromiter(map(self._rowtime, msgs), np.int64, n)
-        values = list(map(attrgetter(self.timestamp_path[0]), msgs))
-        if self.desc.fields_by_name[self.timestamp_path[0]].type == F.TYPE_MESSAGE:  # a Timestamp
-            seconds = np.fromiter(map(attrgetter("seconds"), values), np.int64, n)
-            nanos = np.fromiter(map(attrgetter("nanos"), values), np.int64, n)
-            return seconds * 1_000_000 + nanos // 1000
-        epoch = np.array(values, dtype=np.float64) if n else np.zeros(0)
-        return np.where(epoch > 100_000_000_000, epoch * 1000, epoch * 1_000_000).astype(np.int64)
-
-    def _parse(self, payloads: Sequence[bytes | None]) -> tuple[list[Any], list[int], list[tuple[int, str]]]:
-        """Parsed messages, their indexes in `payloads`, and the payloads that do not parse."""
-        parse = self.cls.FromString
-        try:  # the common case: every payload parses
-            return list(map(parse, payloads)), list(range(len(payloads))), []
-        except (DecodeError, TypeError):
+    def _convert(self, payloads: Sequence[bytes | None]) -> tuple[pa.RecordBatch, list[int], list[tuple[int, str]]]:
+        """ptars' batch of the payloads that parse, their indexes in `payloads`, and the ones that do not."""
+        try:  # the common case: every payload parses (a missing payload is an empty message)
+            return self.handler.array_to_record_batch(pa.array(payloads, pa.binary())), list(range(len(payloads))), []
+        except ValueError:
             pass
-        msgs: list[Any] = []
         kept: list[int] = []
         errors: list[tuple[int, str]] = []
-        for i, p in enumerate(payloads):
+        for i, p in enumerate(payloads):  # which ones: protobuf's own parser tells, with the reason
             try:
-                msgs.append(parse(p or b""))
+                self.cls.FromString(p or b"")
                 kept.append(i)
             except DecodeError as e:
                 errors.append((i, f"not a valid {self.desc.full_name}: {e}"))
-        return msgs, kept, errors
+        try:
+            return self.handler.array_to_record_batch(pa.array([payloads[i] for i in kept], pa.binary())), kept, errors
+        except ValueError:  # the two parsers disagree on some payload: ptars decides, one payload at a time
+            batches, still = [], []
+            for i in kept:
+                try:
+                    batches.append(self.handler.array_to_record_batch(pa.array([payloads[i]], pa.binary())))
+                    still.append(i)
+                except ValueError as e:
+                    errors.append((i, f"not a valid {self.desc.full_name}: {e}"))
+            if not batches:
+                return self.handler.array_to_record_batch(pa.array([], pa.binary())), [], sorted(errors)
+            table = pa.Table.from_batches(batches).combine_chunks()
+            return table.to_batches()[0], still, sorted(errors)
 
     def decode(self, payloads: Sequence[bytes | None]) -> Decoded:
-        msgs, kept, errors = self._parse(payloads)
-        rowtimes = self._rowtimes(msgs)
+        raw, kept, errors = self._convert(payloads)
+        rowtimes = self._rowtimes(raw)
         missing = rowtimes == 0
         if missing.any():
             reason = f"{'.'.join(self.timestamp_path)} is missing: no event time"
             errors = sorted(errors + [(kept[i], reason) for i in np.flatnonzero(missing).tolist()])
-            msgs = list(compress(msgs, ~missing))
+            raw = raw.filter(pa.array(~missing))
             rowtimes = rowtimes[~missing]
-        arrays = [ex(msgs) for _, ex in self.plan]
-        arrays += self._computed({name: a for (name, _), a in zip(self.plan, arrays, strict=True)}, len(msgs))
-        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(msgs), pa.bool_())]
+        arrays = [conform(raw.column(name)) for name, conform in self.columns]
+        arrays += self._computed({name: a for (name, _), a in zip(self.columns, arrays, strict=True)}, len(raw))
+        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(raw), pa.bool_())]
         return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors)
 
     def _computed(self, columns: dict[str, pa.Array], n: int) -> list[pa.Array]:

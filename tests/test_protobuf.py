@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 from daggers.events import booking_log_pb2
-from google.protobuf import json_format
+from google.protobuf import json_format, message_factory
 
 from jobs.generator import booking_logs
 from jobs.protobuf import ROWTIME, Decoder, find_message
@@ -100,3 +100,40 @@ def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> 
         decoded = Decoder(desc, field, ["id"]).decode(payloads)
         assert decoded.batch.column(ROWTIME).to_pylist() == [when], field
         assert [i for i, _ in decoded.errors] == [1], field
+
+
+def test_enums_unsigned_wrappers_and_recursion_inside_any_structure(tmp_path: Path) -> None:
+    proto = tmp_path / "kinds.proto"
+    proto.write_text(
+        'syntax = "proto3";\npackage k;\nimport "google/protobuf/timestamp.proto";\n'
+        'import "google/protobuf/wrappers.proto";\n'
+        "enum Color { COLOR_UNSPECIFIED = 0; RED = 1; GREEN = 2; }\n"
+        "message Leaf { Color color = 1; repeated Color colors = 2; uint32 small = 3; }\n"
+        "message Node { string id = 1; Node child = 2; }\n"
+        "message Event { google.protobuf.Timestamp at = 1; repeated Leaf leaves = 2; map<string, Color> by_name = 3;\n"
+        "  uint64 big = 4; google.protobuf.Int64Value maybe = 5; Node tree = 6; float ratio = 7; Leaf leaf = 8; }\n"
+    )
+    desc = find_message("k.Event", [proto])
+    decoder = Decoder(desc, "at")
+    cls = decoder.cls
+    full = cls(big=2**64 - 1, ratio=0.5, by_name={"a": 1, "b": 7})
+    full.at.FromMicroseconds(1_700_000_000_000_001)
+    full.leaves.add(color=2, colors=[1, 9, 2], small=2**32 - 1)
+    full.maybe.value = -3
+    full.tree.id = "root"
+    full.tree.child.id = "kid"
+    bare = cls()
+    bare.at.FromMicroseconds(1_700_000_000_000_002)
+    decoded = decoder.decode([full.SerializeToString(), bare.SerializeToString()])
+    assert decoded.errors == []
+    got, empty = decoded.batch.to_pylist()
+    # Unknown enum numbers (a newer producer's) are null wherever they are; unsigned values as Spark's long.
+    assert got["leaves"] == [{"color": "GREEN", "colors": ["RED", None, "GREEN"], "small": 2**32 - 1}]
+    assert dict(got["by_name"]) == {"a": "RED", "b": None}
+    assert got["big"] == -1 and got["maybe"] == -3 and got["ratio"] == 0.5
+    assert got["tree"]["id"] == "root"
+    node = message_factory.GetMessageClass(find_message("k.Node", [proto]))
+    assert node.FromString(got["tree"]["child"]).id == "kid"  # a recursive field is kept as its serialized bytes
+    assert empty["maybe"] is None and empty["leaf"] is None and empty["leaves"] == [] and empty["tree"] is None
+    schema = {f.name: f.dataType.simpleString() for f in decoder.spark_schema.fields}
+    assert schema["big"] == "bigint" and schema["ratio"] == "float" and schema["by_name"] == "map<string,string>"
