@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sqlglot.tokens import Token, Tokenizer, TokenType
+from sqlglot import exp
+from sqlglot.tokens import Tokenizer, TokenType
 
-from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, find_message
+from jobs.protobuf import ROWTIME, SENTINEL, Computed, Decoder, SchemaError, find_message
 from jobs.sinks import OutputShape
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
+from jobs.sql.parse import parse_query
 from jobs.sql.pushdown import push_udfs
 from jobs.udfs import SCALAR_UDFS, SHADOWED_BY_BUILTINS
 from odin.paths import default_state_dir
@@ -38,14 +40,17 @@ class DaggerPlan:
         return [str(p) for p in self.spec.schemas]
 
 
-def _tokens(sql: str) -> list[Token]:
-    return Tokenizer().tokenize(sql)
-
-
-def _referenced_names(sql: str) -> set[str]:
-    """Every identifier in the query: a superset of the top-level fields it reads (tokens, so any dialect)."""
+def _referenced_names(spark_sql: str) -> set[str] | None:
+    """Every identifier (lower-cased) in the query Spark runs: a superset of the top-level fields it reads. None
+    when a projection is `*`: every field."""
+    if any(
+        isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+        for select in parse_query(spark_sql, SCALAR_UDFS.keys()).find_all(exp.Select)
+        for p in select.expressions
+    ):
+        return None
     # Any token but strings: field names like `long` or `status` are keywords to the tokenizer.
-    return {t.text.strip('`"') for t in _tokens(sql) if t.token_type != TokenType.STRING}
+    return {t.text.strip('`"').lower() for t in Tokenizer().tokenize(spark_sql) if t.token_type != TokenType.STRING}
 
 
 def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
@@ -66,17 +71,21 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         )
     except SqlError as e:
         raise SpecError(f"sql: {e}") from None
-    used = _referenced_names(spec.sql) | _referenced_names(query.spark_sql)
     computed: list[Computed] = []
     if len(spec.streams) == 1:
         table, decoder = next(iter(decoders.items()))
         fields = [f.name for f in decoder.spark_schema.fields if f.name != ROWTIME]
         pushed_sql, computed = push_udfs(query.spark_sql, table, fields, SCALAR_UDFS.keys())
         query = replace(query, spark_sql=pushed_sql)
+    used = _referenced_names(query.spark_sql)  # after pushdown: fields only UDF calls read stay in the reader
     streams = []
     for stream in spec.streams:
         full = decoders[stream.table]
-        columns = [f.name for f in full.spark_schema.fields if f.name in used and f.name != ROWTIME]
+        columns = [
+            f.name
+            for f in full.spark_schema.fields
+            if f.name != ROWTIME and f.name != SENTINEL and (used is None or f.name.lower() in used)
+        ]
         pruned = Decoder(full.desc, stream.timestamp_field, columns, computed)
         streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed)))
     checkpoint = (

@@ -191,13 +191,17 @@ class Decoder:
         self._check_timestamp_field()
         self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
         wanted = set(field_names(desc) if columns is None else columns)
-        self.columns: list[tuple[str, Conform]] = []
+        # Fields the reader's UDF calls read need decoding too, but reach Spark only if the query reads them.
+        needed = wanted | {v for c in computed for kind, v in c.args if kind == "column"}
+        self.conformers: dict[str, Conform] = {}
+        self.emitted: list[str] = []
         fields = []
         for f in self.handler.schema():
-            if f.name in wanted:
-                arrow, conform = _conformer(desc.fields_by_name[f.name], f.type)
-                self.columns.append((f.name, conform))
-                fields.append(pa.field(f.name, arrow))
+            if f.name in needed:
+                arrow, self.conformers[f.name] = _conformer(desc.fields_by_name[f.name], f.type)
+                if f.name in wanted:
+                    self.emitted.append(f.name)
+                    fields.append(pa.field(f.name, arrow))
         self.computed: list[tuple[Computed, Any]] = []
         if computed:  # imported here: workers of daggers without such calls need not load the UDF library
             from jobs.udfs import SCALAR_UDFS
@@ -279,8 +283,9 @@ class Decoder:
             errors = sorted(errors + [(kept[i], reason) for i in np.flatnonzero(missing).tolist()])
             raw = raw.filter(pa.array(~missing))
             rowtimes = rowtimes[~missing]
-        arrays = [conform(raw.column(name)) for name, conform in self.columns]
-        arrays += self._computed({name: a for (name, _), a in zip(self.columns, arrays, strict=True)}, len(raw))
+        conformed = {name: conform(raw.column(name)) for name, conform in self.conformers.items()}
+        arrays = [conformed[name] for name in self.emitted]
+        arrays += self._computed(conformed, len(raw))
         arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(raw), pa.bool_())]
         return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors)
 

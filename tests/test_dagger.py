@@ -417,6 +417,12 @@ def test_preview_runs_the_query_on_the_latest_events(services: Services, spark: 
     table = preview(plan_dagger(parse_spec(spec)), spark, limit=100_000, recent=400)
     latest = [e for p in (0, 1) for e in events[p::2][-400:]]
     assert surge_counts(table.to_pylist()) == surge_truth(latest)
+    # `*` reads every field (plus rowtime); names are matched whatever their case.
+    star = preview(plan_dagger(parse_spec({**spec, "sql": "SELECT * FROM data_stream"})), spark, 100_000, 400)
+    assert star.column_names == [f.name for f in booking_log_pb2.BookingLog.DESCRIPTOR.fields] + ["rowtime"]
+    assert sorted(star.column("order_number").to_pylist()) == sorted(e.order_number for e in latest)
+    upper = preview(plan_dagger(parse_spec({**spec, "sql": "SELECT ORDER_NUMBER FROM data_stream"})), spark, 10, 400)
+    assert len(upper) == 10 and all(n.startswith("ORD-") for n in upper.column(0).to_pylist())
 
     r = subprocess.run(
         [str(BIN_DIR / "dagger"), "preview", "--limit", "5", str(spec_file(spec, tmp_path))],
