@@ -7,9 +7,10 @@ Event times advance at `rate` events per second of event time from `start`, in o
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from confluent_kafka import Producer
 from daggers.events import api_log_pb2, booking_log_pb2, common_pb2, driver_location_pb2
@@ -36,6 +37,8 @@ SERVICE_TYPES = ("RIDE", "CAR", "FOOD", "SEND")
 VEHICLE_FOR = {"RIDE": "BIKE", "FOOD": "BIKE", "SEND": "BIKE", "CAR": "CAR_4_SEATER"}
 BOOKING_STATUSES = ("CREATED", "DRIVER_FOUND", "PICKED_UP", "COMPLETED", "CUSTOMER_CANCELLED", "NO_DRIVER_FOUND")
 DRIVER_STATUSES = ("AVAILABLE", "ON_TRIP", "BREAK")
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+M = TypeVar("M", bound=Any)  # a generated protobuf message
 API_PATHS = ("/v1/bookings", "/v1/estimate", "/v1/drivers/nearby", "/v1/payments", "/v1/profile")
 
 
@@ -51,18 +54,28 @@ def _point(rng: random.Random, city: City) -> tuple[float, float]:
     )
 
 
+def _timed(
+    n: int, seed: int, start: datetime | None, rate: float, make: Callable[[random.Random, int], M]
+) -> Iterator[M]:
+    """`n` events `make(rng, i)` from one seeded generator, stamped `rate` per second of event time from `start`."""
+    rng = random.Random(seed)
+    t0 = (start or DEFAULT_START).timestamp()
+    for i in range(n):
+        msg = make(rng, i)
+        _stamp(msg.event_timestamp, t0 + i / rate)
+        yield msg
+
+
 def booking_logs(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0, customers: int = 5000
 ) -> Iterator[booking_log_pb2.BookingLog]:
-    rng = random.Random(seed)
-    t0 = (start or datetime(2026, 1, 1, tzinfo=UTC)).timestamp()
-    for i in range(n):
+    def booking(rng: random.Random, i: int) -> booking_log_pb2.BookingLog:
         city = rng.choice(CITIES)
         service = rng.choice(SERVICE_TYPES)
         lat, long = _point(rng, city)
         drop_lat, drop_long = _point(rng, city)
         status = rng.choice(BOOKING_STATUSES)
-        msg = booking_log_pb2.BookingLog(
+        return booking_log_pb2.BookingLog(
             order_number=f"ORD-{seed}-{i}",
             status=status,
             service_type=service,
@@ -80,20 +93,18 @@ def booking_logs(
             tags=rng.sample(("promo", "new_user", "airport", "priority"), k=rng.randrange(3)),
             metadata={"app_version": rng.choice(("4.1.0", "4.2.1"))},
         )
-        _stamp(msg.event_timestamp, t0 + i / rate)
-        yield msg
+
+    return _timed(n, seed, start, rate, booking)
 
 
 def driver_pings(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0, drivers: int = 2000
 ) -> Iterator[driver_location_pb2.DriverLocationPing]:
-    rng = random.Random(seed)
-    t0 = (start or datetime(2026, 1, 1, tzinfo=UTC)).timestamp()
-    for i in range(n):
+    def ping(rng: random.Random, _i: int) -> driver_location_pb2.DriverLocationPing:
         city = rng.choice(CITIES)
         service = rng.choice(SERVICE_TYPES)
         lat, long = _point(rng, city)
-        msg = driver_location_pb2.DriverLocationPing(
+        return driver_location_pb2.DriverLocationPing(
             driver_id=f"D{rng.randrange(drivers)}",
             latitude=lat,
             longitude=long,
@@ -106,24 +117,22 @@ def driver_pings(
             speed_kmh=round(rng.uniform(0, 60), 1),
             bearing_degrees=round(rng.uniform(0, 360), 1),
         )
-        _stamp(msg.event_timestamp, t0 + i / rate)
-        yield msg
+
+    return _timed(n, seed, start, rate, ping)
 
 
 def api_logs(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0
 ) -> Iterator[api_log_pb2.ApiLog]:
-    rng = random.Random(seed)
-    t0 = (start or datetime(2026, 1, 1, tzinfo=UTC)).timestamp()
-    for i in range(n):
-        msg = api_log_pb2.ApiLog(
+    def request(rng: random.Random, _i: int) -> api_log_pb2.ApiLog:
+        return api_log_pb2.ApiLog(
             path=rng.choice(API_PATHS),
             method=rng.choice(("GET", "GET", "POST")),
             status_code=rng.choices((200, 201, 400, 404, 500, 503), weights=(70, 10, 8, 6, 4, 2))[0],
             latency_ms=round(rng.lognormvariate(3.5, 0.8), 2),
         )
-        _stamp(msg.event_timestamp, t0 + i / rate)
-        yield msg
+
+    return _timed(n, seed, start, rate, request)
 
 
 def produce(

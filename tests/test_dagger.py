@@ -31,6 +31,7 @@ from jobs.plan import plan_dagger
 from jobs.sinks import read_log
 from jobs.spec import parse_spec
 from jobs.topics import ensure_topics
+from odin import victoria
 from odin.paths import BIN_DIR
 from tests.conftest import Services, consume_all, latest_by_key
 from tests.seeds import SUPPLY_SQL, SURGE_SQL
@@ -184,7 +185,7 @@ def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark:
     assert all(dict(m.headers())["dagger.error"].startswith(b"not a valid daggers.events.BookingLog") for m in dlq)
     # Counted too, in the first batch as well (Spark reports no start offsets for it).
     dagger = f'{{dagger="tests.{spec["name"]}"}}'
-    malformed = vm_series(services.victoria_metrics_url, "dagger_metrics_malformed", dagger)
+    malformed = victoria.export(services.victoria_metrics_url, f"dagger_metrics_malformed{dagger}")
     assert sum(sum(s["values"]) for s in malformed) == len(bad_offsets)
 
 
@@ -319,18 +320,11 @@ def test_two_stream_join_counts_orders_completed_in_time(
     assert got == dict(truth)
 
 
-def vm_series(url: str, name: str, match: str) -> list[dict[str, Any]]:
-    httpx.get(f"{url}/internal/force_flush", timeout=10)
-    r = httpx.get(f"{url}/api/v1/export", params={"match[]": f"{name}{match}", "start": "0"}, timeout=30)
-    r.raise_for_status()
-    return [json.loads(line) for line in r.text.splitlines()]
-
-
 def influx_surge(services: Services, version: int, measurement: str) -> Counter[tuple[int, str, str, str]]:
     """What the surge query wrote to VictoriaMetrics (API v2) or InfluxDB 1.6 (API v1), keyed like surge_truth."""
     got: Counter[tuple[int, str, str, str]] = Counter()
     if version == 2:
-        for s in vm_series(services.victoria_metrics_url, f"{measurement}_num_of_bookings", ""):
+        for s in victoria.export(services.victoria_metrics_url, f"{measurement}_num_of_bookings"):
             m = s["metric"]
             for ts, value in zip(s["timestamps"], s["values"], strict=True):
                 end = datetime.fromtimestamp(ts / 1000, UTC).isoformat()
@@ -365,15 +359,15 @@ def test_surge_to_influx_with_telemetry(services: Services, spark: SparkSession,
 
     dagger = f'{{dagger="tests.{spec["name"]}"}}'
     vm = services.victoria_metrics_url
-    input_rows = sum(sum(s["values"]) for s in vm_series(vm, "dagger_metrics_input_rows", dagger))
+    input_rows = sum(sum(s["values"]) for s in victoria.export(vm, f"dagger_metrics_input_rows{dagger}"))
     assert input_rows == len(events)  # end-of-input sentinels are not counted as events
-    lags = vm_series(vm, "dagger_metrics_lag", dagger)
+    lags = victoria.export(vm, f"dagger_metrics_lag{dagger}")
     assert sorted(s["metric"]["partition"] for s in lags) == ["0", "1"]
     assert all(s["values"][-1] == 0 for s in lags)  # caught up at the end
     for metric in ("batch_duration_ms", "watermark_ms", "processed_rate"):
-        assert vm_series(vm, f"dagger_metrics_{metric}", dagger), metric
+        assert victoria.export(vm, f"dagger_metrics_{metric}{dagger}"), metric
     for metric in ("malformed", "sink_errors"):
-        assert sum(sum(s["values"]) for s in vm_series(vm, f"dagger_metrics_{metric}", dagger)) == 0, metric
+        assert sum(sum(s["values"]) for s in victoria.export(vm, f"dagger_metrics_{metric}{dagger}")) == 0, metric
 
 
 def test_surge_to_kafka_json(services: Services, spark: SparkSession, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from jobs.sinks.kafka import KafkaWriter, commit_topic, transactional_id
 from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, parse_spec
+from odin import victoria
 from tests.conftest import Services, consume_all, latest_by_key
 
 TS = pa.timestamp("us", tz="UTC")
@@ -186,12 +187,8 @@ def test_log_sink_to_stdout() -> None:
 
 
 def vm_export(url: str, measurement: str) -> dict[tuple[str, str, str], list[tuple[int, float]]]:
-    httpx.get(f"{url}/internal/force_flush", timeout=10)
-    r = httpx.get(f"{url}/api/v1/export", params={"match[]": f'{{__name__=~"{measurement}_.*"}}'}, timeout=10)
-    r.raise_for_status()
     out: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
-    for line in r.text.splitlines():
-        series = json.loads(line)
+    for series in victoria.export(url, f'{{__name__=~"{measurement}_.*"}}'):
         m = series["metric"]
         key = (m["__name__"].removeprefix(f"{measurement}_"), m["tag_city_id"], m["service"])
         out[key] = sorted(zip(series["timestamps"], series["values"], strict=True))

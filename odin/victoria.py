@@ -1,4 +1,4 @@
-"""Reading back what a dagger wrote to VictoriaMetrics (benchmarks and the demo)."""
+"""Reading back what was written to VictoriaMetrics (the demo, benchmarks and tests)."""
 
 from __future__ import annotations
 
