@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from confluent_kafka import Producer
 from daggers.events import api_log_pb2, booking_log_pb2, common_pb2, driver_location_pb2
@@ -38,7 +38,7 @@ VEHICLE_FOR = {"RIDE": "BIKE", "FOOD": "BIKE", "SEND": "BIKE", "CAR": "CAR_4_SEA
 BOOKING_STATUSES = ("CREATED", "DRIVER_FOUND", "PICKED_UP", "COMPLETED", "CUSTOMER_CANCELLED", "NO_DRIVER_FOUND")
 DRIVER_STATUSES = ("AVAILABLE", "ON_TRIP", "BREAK")
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
-M = TypeVar("M", bound=Any)  # a generated protobuf message
+M = TypeVar("M", bound=Message)
 API_PATHS = ("/v1/bookings", "/v1/estimate", "/v1/drivers/nearby", "/v1/payments", "/v1/profile")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
-from jobs.protobuf import ROWTIME, SENTINEL, Computed, Decoder, SchemaError, find_message
+from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, field_names, find_message
 from jobs.sinks import OutputShape
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
@@ -74,18 +74,14 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
     computed: list[Computed] = []
     if len(spec.streams) == 1:
         table, decoder = next(iter(decoders.items()))
-        fields = [f.name for f in decoder.spark_schema.fields if f.name != ROWTIME]
+        fields = [n for n in field_names(decoder.desc) if n != ROWTIME]
         pushed_sql, computed = push_udfs(query.spark_sql, table, fields, SCALAR_UDFS.keys())
         query = replace(query, spark_sql=pushed_sql)
     used = _referenced_names(query.spark_sql)  # after pushdown: fields only UDF calls read stay in the reader
     streams = []
     for stream in spec.streams:
         full = decoders[stream.table]
-        columns = [
-            f.name
-            for f in full.spark_schema.fields
-            if f.name != ROWTIME and f.name != SENTINEL and (used is None or f.name.lower() in used)
-        ]
+        columns = [n for n in field_names(full.desc) if n != ROWTIME and (used is None or n.lower() in used)]
         pruned = Decoder(full.desc, stream.timestamp_field, columns, computed)
         streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed)))
     checkpoint = (
