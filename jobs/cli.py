@@ -45,13 +45,13 @@ def validate(spec: SpecArg) -> None:
     """Check a spec (fields, schemas, SQL) without starting Spark."""
     plan = _plan(spec)
     rows = [
-        {"table": s.table, "topics": ", ".join(st.topics), "proto": st.proto, "fields decoded": ", ".join(s.columns)}
+        {"table": s.table, "topics": ", ".join(st.topics), "proto": st.proto, "to Spark": ", ".join(s.columns)}
         for s, st in zip(plan.streams, plan.spec.streams, strict=True)
     ]
     console.print(_table(rows, f"dagger {plan.spec.qualified_name}: streams"))
     console.print(f"[bold]Spark SQL[/] ({plan.output_mode} mode):\n{plan.query.spark_sql}", highlight=False)
-    for computed in (c for s in plan.streams for c in s.computed):
-        console.print(f"[bold]evaluated in the Kafka reader[/]: {computed.describe()}", highlight=False)
+    for pushed in (c for s in plan.streams for c in (*s.computed, *s.filters)):
+        console.print(f"[bold]evaluated in the Kafka reader[/]: {pushed.describe()}", highlight=False)
     console.print(
         f"[bold]sink[/] {plan.spec.sink.type}: keys {', '.join(plan.shape.key_columns) or '-'}; "
         f"values {', '.join(plan.shape.value_columns) or '-'}; time {plan.shape.time_column or '-'}"
@@ -98,8 +98,7 @@ def run(
         wm = (p.get("eventTime") or {}).get("watermark", "-")
         what = "end of input, closing every window" if sentinel_rows(p) else f"{event_rows(p)} events"
         console.print(
-            f"batch {p['batchId']}: {what}, {p.get('processedRowsPerSecond', 0):.0f} rows/s, "
-            f"{p['durationMs'].get('triggerExecution', 0)} ms, watermark {wm}",
+            f"batch {p['batchId']}: {what}, {p['durationMs'].get('triggerExecution', 0)} ms, watermark {wm}",
             highlight=False,
         )
 

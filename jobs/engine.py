@@ -17,15 +17,16 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 import protos
 from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
 from jobs.plan import DaggerPlan
-from jobs.protobuf import ROWTIME, SENTINEL
+from jobs.protobuf import EVENTS, ROWTIME, SENTINEL
 from jobs.session import ship_engine, spark_session
 from jobs.sinks import open_sink
-from jobs.telemetry import Telemetry, event_rows, sentinel_rows
+from jobs.telemetry import OBSERVED, Telemetry, event_rows, sentinel_rows
 from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
@@ -63,7 +64,7 @@ def _prepare(spark: SparkSession) -> None:
 def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
     micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
     sp = plan.streams[i]
-    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, sp.computed)
+    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, sp.computed, sp.filters)
 
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
@@ -77,7 +78,10 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
         # deterministic ones: so this filter reads `rowtime`, and its leading
         # nondeterministic term (spark_partition_id) makes it a barrier.
         df = df.withWatermark(ROWTIME, f"{delay_ms} milliseconds")
-        df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)").drop(SENTINEL)
+        # Events, counted before anything drops rows: a row is one, a sentinel row the events it stands for.
+        df = df.observe(f"{OBSERVED}{i}", F.sum(F.coalesce(F.col(EVENTS), F.lit(1))).alias("events"))
+        df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)")
+        df = df.drop(SENTINEL, EVENTS)
         df.createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql)
 
@@ -188,5 +192,5 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, None)
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
-        df.drop(SENTINEL).createOrReplaceTempView(sp.table)
+        df.where(f"{SENTINEL} IS NULL").drop(SENTINEL, EVENTS).createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from jobs.predicates import Predicate
 from jobs.protobuf import Computed, Decoder, find_message
 from jobs.spec import StreamSpec
 
@@ -57,6 +58,7 @@ class SourceOptions:
     schemas: list[str]  # extra descriptor sets
     flush_at_micros: int | None = None  # `--once` end of input: sentinel row time
     computed: tuple[Computed, ...] = ()  # UDF calls evaluated in the reader (jobs/sql/pushdown.py)
+    filters: tuple[Predicate, ...] = ()  # WHERE conditions evaluated in the reader (jobs/predicates.py)
 
     def to_option(self) -> str:
         return json.dumps(
@@ -66,6 +68,7 @@ class SourceOptions:
                 "schemas": self.schemas,
                 "flush_at_micros": self.flush_at_micros,
                 "computed": [[c.name, c.function, c.args] for c in self.computed],
+                "filters": [[f.column, f.op, f.values] for f in self.filters],
             }
         )
 
@@ -73,11 +76,14 @@ class SourceOptions:
     def from_option(cls, raw: str) -> SourceOptions:
         d = json.loads(raw)
         computed = tuple(Computed(n, f, tuple((k, v) for k, v in args)) for n, f, args in d["computed"])
-        return cls(StreamSpec.model_validate(d["stream"]), d["columns"], d["schemas"], d["flush_at_micros"], computed)
+        filters = tuple(Predicate(c, op, tuple(values)) for c, op, values in d["filters"])
+        stream = StreamSpec.model_validate(d["stream"])
+        return cls(stream, d["columns"], d["schemas"], d["flush_at_micros"], computed, filters)
 
     def decoder(self) -> Decoder:
         columns = None if self.columns is None else tuple(self.columns)
-        return _decoder(self.stream.proto, tuple(self.schemas), self.stream.timestamp_field, columns, self.computed)
+        s = self.stream
+        return _decoder(s.proto, tuple(self.schemas), s.timestamp_field, columns, self.computed, self.filters)
 
 
 @lru_cache(maxsize=32)
@@ -87,9 +93,10 @@ def _decoder(
     timestamp_field: str,
     columns: tuple[str, ...] | None,
     computed: tuple[Computed, ...],
+    filters: tuple[Predicate, ...],
 ) -> Decoder:
     """One decoder per stream and worker process: every task of every batch reuses it (decoding is stateless)."""
-    return Decoder(find_message(proto, schemas), timestamp_field, columns, computed)
+    return Decoder(find_message(proto, schemas), timestamp_field, columns, computed, filters)
 
 
 def kafka_config(stream: StreamSpec, **extra: Any) -> dict[str, Any]:
@@ -342,20 +349,20 @@ def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> It
                 pending.append(m)
                 position = off + 1
             if len(pending) >= DECODE_CHUNK or position >= part.end:
-                yield _decode(decoder, pending, dlq)
+                yield from _decode(decoder, pending, dlq)
                 pending = []
         if pending:
-            yield _decode(decoder, pending, dlq)
+            yield from _decode(decoder, pending, dlq)
         dlq.flush()
     finally:
         consumer.close()
 
 
-def _decode(decoder: Decoder, msgs: list[Any], dlq: DeadLetters) -> pa.RecordBatch:
+def _decode(decoder: Decoder, msgs: list[Any], dlq: DeadLetters) -> list[pa.RecordBatch]:
     result = decoder.decode([m.value() for m in msgs])
     for i, reason in result.errors:
         dlq.send(msgs[i], reason)
-    return result.batch
+    return [result.batch] if result.dropped is None else [result.batch, result.dropped]
 
 
 class DeadLetters:

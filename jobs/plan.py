@@ -8,12 +8,13 @@ from pathlib import Path
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
+from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, field_names, find_message
 from jobs.sinks import OutputShape
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
 from jobs.sql.parse import parse_query
-from jobs.sql.pushdown import push_udfs
+from jobs.sql.pushdown import push_filters, push_udfs
 from jobs.udfs import SCALAR_UDFS, SHADOWED_BY_BUILTINS
 from odin.paths import default_state_dir
 
@@ -24,6 +25,7 @@ class StreamPlan:
     decoder: Decoder
     columns: list[str]  # top-level fields the query uses: only these are decoded
     computed: tuple[Computed, ...] = ()  # UDF calls the reader evaluates (jobs/sql/pushdown.py)
+    filters: tuple[Predicate, ...] = ()  # WHERE conditions the reader evaluates (jobs/predicates.py)
 
 
 @dataclass(frozen=True)
@@ -72,18 +74,22 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
     except SqlError as e:
         raise SpecError(f"sql: {e}") from None
     computed: list[Computed] = []
+    filters: list[Predicate] = []
     if len(spec.streams) == 1:
         table, decoder = next(iter(decoders.items()))
         fields = [n for n in field_names(decoder.desc) if n != ROWTIME]
         pushed_sql, computed = push_udfs(query.spark_sql, table, fields, SCALAR_UDFS.keys())
+        query = replace(query, spark_sql=pushed_sql)
+        types = {f.name: f.type for f in decoder.arrow_schema if f.name in fields}
+        pushed_sql, filters = push_filters(query.spark_sql, table, types, SCALAR_UDFS.keys())
         query = replace(query, spark_sql=pushed_sql)
     used = _referenced_names(query.spark_sql)  # after pushdown: fields only UDF calls read stay in the reader
     streams = []
     for stream in spec.streams:
         full = decoders[stream.table]
         columns = [n for n in field_names(full.desc) if n != ROWTIME and (used is None or n.lower() in used)]
-        pruned = Decoder(full.desc, stream.timestamp_field, columns, computed)
-        streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed)))
+        pruned = Decoder(full.desc, stream.timestamp_field, columns, computed, filters)
+        streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed), tuple(filters)))
     checkpoint = (
         spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name / "checkpoint"
     )

@@ -27,10 +27,12 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 import protos
+from jobs.predicates import Predicate, passing
 
 TIMESTAMP = "google.protobuf.Timestamp"
 ROWTIME = "rowtime"
-SENTINEL = "__sentinel"  # set only on the end-of-input row that closes the last windows (`dagger run --once`)
+SENTINEL = "__sentinel"  # set on rows that only carry event time: Spark drops them right after the watermark
+EVENTS = "__events"  # events a sentinel row stands for: dropped by the reader's WHERE, or 0 at end of input
 ARROW_TS = pa.timestamp("us", tz="UTC")
 WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
 WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
@@ -166,6 +168,7 @@ def _enum_names(fd: FieldDescriptor) -> Callable[[npt.NDArray[np.int64]], pa.Arr
 class Decoded:
     batch: pa.RecordBatch
     errors: list[tuple[int, str]] = field(default_factory=list)  # (index in the input, reason)
+    dropped: pa.RecordBatch | None = None  # the sentinel row for the events the reader's WHERE dropped
 
 
 class Decoder:
@@ -176,6 +179,9 @@ class Decoder:
     event time: a Timestamp, or an integer of epoch seconds or milliseconds (told apart by magnitude). A payload
     that does not parse, or has no event time, is an error for that event only. Recursive message fields are
     kept as their serialized bytes.
+
+    With `filters`, events the query's WHERE would drop are left out; one sentinel row per batch keeps the latest
+    event time among them (so the watermark moves exactly as if Spark had seen them) and their number.
     """
 
     def __init__(
@@ -184,6 +190,7 @@ class Decoder:
         timestamp_field: str,
         columns: Sequence[str] | None = None,
         computed: Sequence[Computed] = (),
+        filters: Sequence[Predicate] = (),
     ) -> None:
         self.cls: type[Message] = message_factory.GetMessageClass(desc)
         self.desc = desc
@@ -192,7 +199,8 @@ class Decoder:
         self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
         wanted = set(field_names(desc) if columns is None else columns)
         # Fields the reader's UDF calls read need decoding too, but reach Spark only if the query reads them.
-        needed = wanted | {v for c in computed for kind, v in c.args if kind == "column"}
+        needed = wanted | {v for c in computed for kind, v in c.args if kind == "column"} | {p.column for p in filters}
+        self.filters = tuple(filters)
         self.conformers: dict[str, Conform] = {}
         self.emitted: list[str] = []
         fields = []
@@ -208,7 +216,7 @@ class Decoder:
 
             self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
         fields += [pa.field(c.name, to_arrow_type(udf.return_type)) for c, udf in self.computed]
-        fields += [pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_())]
+        fields += [pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_()), pa.field(EVENTS, pa.int64())]
         self.arrow_schema = pa.schema(fields)
         try:
             self.spark_schema: T.StructType = from_arrow_schema(self.arrow_schema)
@@ -284,10 +292,19 @@ class Decoder:
             raw = raw.filter(pa.array(~missing))
             rowtimes = rowtimes[~missing]
         conformed = {name: conform(raw.column(name)) for name, conform in self.conformers.items()}
+        dropped = None
+        if self.filters and len(raw):
+            keep = passing(self.filters, conformed)
+            if keep.false_count:
+                mask = keep.to_numpy(zero_copy_only=False)
+                dropped = self.sentinel(int(rowtimes[~mask].max()), events=int(keep.false_count))
+                conformed = {name: column.filter(keep) for name, column in conformed.items()}
+                rowtimes = rowtimes[mask]
+        n = len(rowtimes)
         arrays = [conformed[name] for name in self.emitted]
-        arrays += self._computed(conformed, len(raw))
-        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(len(raw), pa.bool_())]
-        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors)
+        arrays += self._computed(conformed, n)
+        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.int64())]
+        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors, dropped)
 
     def _computed(self, columns: dict[str, pa.Array], n: int) -> list[pa.Array]:
         """UDF calls pushed into the reader (jobs/sql/pushdown.py), by the same kernels Spark would run."""
@@ -297,8 +314,8 @@ class Decoder:
             out.append(udf.kernel(*args).cast(to_arrow_type(udf.return_type)))
         return out
 
-    def sentinel(self, rowtime_micros: int) -> pa.RecordBatch:
-        """One row with only `rowtime` and `__sentinel` set: advances the watermark, then is filtered out."""
-        arrays = [pa.nulls(1, f.type) for f in self.arrow_schema][:-2]
-        arrays += [pa.array([rowtime_micros], ARROW_TS), pa.array([True])]
+    def sentinel(self, rowtime_micros: int, events: int = 0) -> pa.RecordBatch:
+        """One row with only `rowtime`, `__sentinel` and `__events` set: advances the watermark, then is dropped."""
+        arrays = [pa.nulls(1, f.type) for f in self.arrow_schema][:-3]
+        arrays += [pa.array([rowtime_micros], ARROW_TS), pa.array([True]), pa.array([events], pa.int64())]
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)

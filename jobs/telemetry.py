@@ -19,6 +19,7 @@ from jobs.sinks.influx import escape_key
 
 log = logging.getLogger("dagger.telemetry")
 MEASUREMENT = "dagger_metrics"
+OBSERVED = "dagger_events_"  # + stream index: the observe() metric counting a stream's events (jobs/engine.py)
 
 
 def _raw(raw: Any) -> dict[str, Any]:
@@ -38,7 +39,9 @@ def sentinel_rows(progress: dict[str, Any]) -> int:
 
 
 def event_rows(progress: dict[str, Any]) -> int:
-    return int(progress.get("numInputRows", 0)) - sentinel_rows(progress)
+    """Events read: not Spark's input rows, which leave out what the reader's WHERE dropped and count sentinels."""
+    metrics = progress.get("observedMetrics") or {}
+    return sum(int(row["events"] or 0) for name, row in metrics.items() if name.startswith(OBSERVED))
 
 
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
@@ -56,10 +59,12 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
                 lag = max(0, latest.get(topic, {}).get(p, off) - off)
                 lines.append(f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={p} lag={lag}i {ts_ns}")
     rows = event_rows(progress)
+    spark_rows = int(progress.get("numInputRows") or 0)
+    per_event = rows / spark_rows if spark_rows else 0.0  # Spark's rates are of its rows: make them of events
     fields = {
         "input_rows": f"{rows}i",
-        "input_rate": f"{float(progress.get('inputRowsPerSecond') or 0.0)}",
-        "processed_rate": f"{float(progress.get('processedRowsPerSecond') or 0.0)}",
+        "input_rate": f"{float(progress.get('inputRowsPerSecond') or 0.0) * per_event}",
+        "processed_rate": f"{float(progress.get('processedRowsPerSecond') or 0.0) * per_event}",
         "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
         "malformed": f"{max(0, consumed - rows)}i",
         "sink_errors": f"{sink_errors}i",

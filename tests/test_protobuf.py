@@ -53,7 +53,7 @@ def test_every_field_kind_decodes_like_protobufs_json_mapping() -> None:
 def test_only_the_columns_asked_for_are_decoded() -> None:
     events = list(booking_logs(10, seed=1))
     batch = booking_decoder(["status", "lat"]).decode([e.SerializeToString() for e in events]).batch
-    assert batch.column_names == ["status", "lat", ROWTIME, "__sentinel"]
+    assert batch.column_names == ["status", "lat", ROWTIME, "__sentinel", "__events"]
     assert batch.column("lat").to_pylist() == [e.lat for e in events]
 
 

@@ -5,6 +5,9 @@ worker and back (the reader is Python already). When a call's arguments are only
 literals, and the SELECT reads the stream directly, the reader evaluates it with the same vectorised kernel on the
 Arrow batch it has just decoded, and the SQL reads the result as a column (`__udf_1`). Functions are pure, so the
 rows are the same; the same call written twice (SELECT and GROUP BY) becomes one column.
+
+Simple WHERE conditions on such a SELECT's fields are evaluated in the reader too (jobs/predicates.py): events the
+query drops are not sent to Spark at all, and those conditions leave the SQL (with the fields only they read).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
 
+from jobs.predicates import STRING_OPERATORS, Predicate
 from jobs.protobuf import Computed
 from jobs.sql.parse import parse_query
 
@@ -87,3 +92,99 @@ def push_udfs(spark_sql: str, table: str, fields: Iterable[str], udfs: Iterable[
     if not computed:
         return spark_sql, []
     return root.sql(dialect="spark", normalize_functions=False), list(computed.values())
+
+
+_COMPARISONS: dict[type[exp.Expression], tuple[str, str]] = {  # node -> (op, op with its sides swapped)
+    exp.EQ: ("=", "="),
+    exp.NEQ: ("<>", "<>"),
+    exp.LT: ("<", ">"),
+    exp.LTE: ("<=", ">="),
+    exp.GT: (">", "<"),
+    exp.GTE: (">=", "<="),
+}
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _conjuncts(where: exp.Expression) -> list[exp.Expression]:
+    node = where.unnest()
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _value(node: exp.Expression, arrow: pa.DataType) -> Any:
+    """The literal's value if Spark would compare it with a field of this type as is; else None."""
+    negative = isinstance(node, exp.Neg)
+    lit = node.this if negative else node
+    if not isinstance(lit, exp.Literal):
+        return None
+    if pa.types.is_string(arrow):
+        # Spark unescapes backslashes and joins adjacent literals ('it''s' is "its"): leave such strings to Spark.
+        plain = lit.is_string and not negative and not set(lit.name) & set("\\'\"")
+        return lit.name if plain else None
+    if lit.is_string or not lit.name.isdigit():  # integers only: `5.0` or `5e0` would make Spark compare decimals
+        return None
+    value = -int(lit.name) if negative else int(lit.name)
+    return value if INT64[0] <= value <= INT64[1] else None
+
+
+def _predicate(
+    cond: exp.Expression, qualifiers: set[str], fields: dict[str, tuple[str, pa.DataType]]
+) -> Predicate | None:
+    negated = isinstance(cond, exp.Not)
+    node = cond.this.unnest() if negated else cond
+
+    def field(col: exp.Expression) -> tuple[str, pa.DataType] | None:
+        if not isinstance(col, exp.Column) or col.args.get("db") or (col.table and col.table.lower() not in qualifiers):
+            return None
+        return fields.get(col.name.lower())
+
+    if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest"):
+        target = field(node.this)
+        op = "not in" if negated else "in"
+        if target is None:
+            return None
+        values = [_value(v, target[1]) for v in node.expressions]
+        return None if any(v is None for v in values) else Predicate(target[0], op, tuple(values))
+    if negated or type(node) not in _COMPARISONS:
+        return None
+    op, swapped = _COMPARISONS[type(node)]
+    target, other = field(node.this), node.expression
+    if target is None:
+        target, other, op = field(node.expression), node.this, swapped
+    if target is None or (pa.types.is_string(target[1]) and op not in STRING_OPERATORS):
+        return None
+    value = _value(other, target[1])
+    return None if value is None else Predicate(target[0], op, (value,))
+
+
+def push_filters(
+    spark_sql: str, table: str, fields: dict[str, pa.DataType], udfs: Iterable[str]
+) -> tuple[str, list[Predicate]]:
+    """The WHERE conjuncts of a query that is one SELECT over `table` alone which the reader can evaluate exactly
+    (see jobs/predicates.py), given the type each top-level field has in Spark, and the query without them.
+    Unchanged (and no predicates) when there are none."""
+    root = parse_query(spark_sql, udfs)
+    selects = list(root.find_all(exp.Select))
+    if not isinstance(root, exp.Select) or len(selects) != 1 or root.args.get("with_"):
+        return spark_sql, []  # a subquery, CTE or set operation: the WHERE's rows are not simply the stream's
+    qualifiers = _reads_only(root, table)
+    where = root.args.get("where")
+    if qualifiers is None or where is None:
+        return spark_sql, []
+    usable = {
+        name.lower(): (name, arrow)
+        for name, arrow in fields.items()
+        if pa.types.is_string(arrow) or pa.types.is_integer(arrow)
+    }
+    pushed, kept = [], []
+    for cond in _conjuncts(where.this):
+        predicate = _predicate(cond, qualifiers, usable)
+        if predicate is None:
+            kept.append(cond)
+        else:
+            pushed.append(predicate)
+    if not pushed:
+        return spark_sql, []
+    root.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    return root.sql(dialect="spark", normalize_functions=False), pushed
