@@ -17,14 +17,13 @@ import pyarrow.compute as pc
 
 COMPARISONS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater}
 COMPARISONS |= {">=": pc.greater_equal}
-OPERATORS = frozenset({*COMPARISONS, "in", "not in"})
 STRING_OPERATORS = frozenset({"=", "<>", "in", "not in"})  # no ordering: Spark's and Arrow's could differ
 
 
 @dataclass(frozen=True)
 class Predicate:
     column: str  # a top-level field, as the message spells it
-    op: str  # one of OPERATORS
+    op: str  # a key of COMPARISONS, "in" or "not in"
     values: tuple[Any, ...]  # one value for comparisons, the list for IN / NOT IN
 
     def describe(self) -> str:
