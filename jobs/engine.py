@@ -113,6 +113,11 @@ def run(
 
     def start(flush_at: datetime | None) -> StreamingQuery:
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORES[spec.state_store])
+        # With several stateful operators Spark drops late events by the previous batch's watermark, so events
+        # between it and the current one reopen windows already emitted, and their partial row would replace the
+        # whole one in an upserting sink. A query with one stateful operator drops them by the current watermark.
+        single = plan.query.stateful_operators <= 1
+        spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false" if single else "true")
         writer = (
             streaming_frame(spark, plan, flush_at)
             .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))

@@ -37,6 +37,7 @@ class Query:
     value_columns: tuple[str, ...]  # the other output columns (aggregates)
     time_column: str | None  # output column holding the window end (TUMBLE_END/HOP_END) else window start, else None
     window: timedelta = timedelta(0)  # longest event-time window (session: its gap); 0 if none or not known
+    stateful_operators: int = 0  # aggregations, DISTINCTs, joins and LIMITs: each keeps state in a stream
 
 
 def translate(
@@ -60,6 +61,8 @@ def translate(
 
     outputs = _Outputs(root, checker).name_and_classify()
     aggregated = any(_is_aggregated(select) for select in root.find_all(exp.Select))
+    stateful = sum(_is_aggregated(s) or bool(s.args.get("distinct")) for s in root.find_all(exp.Select))
+    stateful += len(list(root.find_all(exp.Join))) + len(list(root.find_all(exp.Limit)))
     # Innermost SELECTs first, so each rewrite sees its own GROUP BY before an outer one is touched.
     selects = list(root.find_all(exp.Select))
     windows = [rewrite_windows(select) for select in reversed(selects)]
@@ -89,6 +92,7 @@ def translate(
         value_columns=values,
         time_column=(ends or starts or [None])[0],
         window=timedelta(microseconds=max((w.size for w in windows if w is not None), default=0)),
+        stateful_operators=stateful,
     )
 
 
