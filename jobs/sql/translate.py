@@ -60,11 +60,11 @@ def translate(
     checker.check(root)
 
     outputs = _Outputs(root, checker).name_and_classify()
-    aggregated = any(_is_aggregated(select) for select in root.find_all(exp.Select))
-    stateful = sum(_is_aggregated(s) or bool(s.args.get("distinct")) for s in root.find_all(exp.Select))
+    selects = list(root.find_all(exp.Select))
+    aggregated = any(_is_aggregated(select) for select in selects)
+    stateful = sum(_is_aggregated(s) or bool(s.args.get("distinct")) for s in selects)
     stateful += len(list(root.find_all(exp.Join))) + len(list(root.find_all(exp.Limit)))
     # Innermost SELECTs first, so each rewrite sees its own GROUP BY before an outer one is touched.
-    selects = list(root.find_all(exp.Select))
     windows = [rewrite_windows(select) for select in reversed(selects)]
     rewrite_aggregates(root)
     _check_streaming_windows(root)
