@@ -82,6 +82,14 @@ def run(
     once: Annotated[bool, typer.Option("--once", help="Read all available events, emit every window, exit.")] = False,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[2]",
     state_dir: StateOpt = None,
+    reset_checkpoint: Annotated[
+        bool,
+        typer.Option(
+            "--reset-checkpoint",
+            help="Start over: delete the checkpoint and read the streams again from `kafka.start` (sinks take the "
+            "new batches as new).",
+        ),
+    ] = False,
 ) -> None:
     """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`."""
     from jobs.engine import run as run_dagger
@@ -104,7 +112,7 @@ def run(
 
     spark = session_for(plan, master)
     try:
-        result = run_dagger(plan, spark, once=once, on_progress=on_progress)
+        result = run_dagger(plan, spark, once=once, on_progress=on_progress, reset_checkpoint=reset_checkpoint)
     except RuntimeError as e:
         err.print(f"[bold red]error:[/] {e}")
         raise typer.Exit(1) from None

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import signal
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -21,12 +24,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 import protos
-from jobs.kafka_source import FORMAT, KafkaProtoSource, SourceOptions, kafka_config
+from jobs import checkpoint
+from jobs.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config
+from jobs.offsets import plan_batch
 from jobs.plan import DaggerPlan
 from jobs.protobuf import EVENTS, ROWTIME, SENTINEL
 from jobs.session import ship_engine, spark_session
 from jobs.sinks import open_sink
-from jobs.telemetry import OBSERVED, Telemetry, event_rows, sentinel_rows
+from jobs.telemetry import OBSERVED, Telemetry, event_rows, late_events, sentinel_rows
 from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
@@ -35,6 +40,8 @@ STATE_STORES = {  # spec.state_store -> Spark's provider (kept in the checkpoint
     "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
+# The closing sentinel's event time: later than any real event's window, so every open window is emitted.
+CLOSING_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -42,6 +49,7 @@ class RunResult:
     batches: int = 0
     rows_written: int = 0
     input_rows: int = 0
+    late_events: int = 0  # dropped by Spark as behind the watermark
     max_event_time: datetime | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
@@ -91,39 +99,62 @@ def _event_time_max(progress: dict[str, Any]) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
+def check_resumable(plan: DaggerPlan) -> None:
+    """Fail at once, before Spark starts, when the checkpoint resumes where a stream's broker has no data (and the
+    stream does not accept data loss): DataLossError names each partition and what to do."""
+    for offsets in checkpoint.latest_offsets(plan.checkpoint):
+        topics = {p.topic for p in offsets.positions}
+        for i, stream in enumerate(plan.spec.streams):
+            if topics and topics <= set(stream.topics) and stream.kafka.fail_on_data_loss:
+                reader = KafkaStreamReader(_source_options(plan, i, None))
+                try:
+                    extents, unavailable = reader.extents()
+                finally:
+                    reader.stop()
+                plan_batch(offsets, extents, unavailable)
+
+
 def run(
     plan: DaggerPlan,
     spark: SparkSession,
     once: bool = False,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    reset_checkpoint: bool = False,
 ) -> RunResult:
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
-    is available, close every window, and return."""
+    is available, close every window, and return. The checkpoint must be this dagger's (jobs/checkpoint.py);
+    `reset_checkpoint` starts over from `kafka.start`."""
     spec = plan.spec
+    identity = checkpoint.prepare(plan, reset_checkpoint)
+    check_resumable(plan)
     for stream in spec.streams:
         ensure_topics(kafka_config(stream), {stream.dead_letter_topic: 1})
     sink = open_sink(spec, plan.shape)
     telemetry = Telemetry(spec.qualified_name, spec.telemetry_url)
     result = RunResult()
 
-    def write_batch(df: DataFrame, batch_id: int) -> None:
-        table: pa.Table = df.toArrow()
-        result.rows_written += sink.write(table, batch_id)
-        result.batches += 1
+    def start(location: Path, closing_after: int | None = None) -> StreamingQuery:
+        """The query on the checkpoint at `location`; `closing_after`: a closing run on a copy of the checkpoint
+        whose last batch is that one: it reads no events, only a sentinel later than every open window."""
 
-    def start(flush_at: datetime | None) -> StreamingQuery:
+        def write_batch(df: DataFrame, batch_id: int) -> None:
+            table: pa.Table = df.toArrow()
+            result.rows_written += sink.write(table, checkpoint.sink_batch_id(identity, batch_id, closing_after))
+            result.batches += 1
+
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORES[spec.state_store])
         # With several stateful operators Spark drops late events by the previous batch's watermark, so events
         # between it and the current one reopen windows already emitted, and their partial row would replace the
         # whole one in an upserting sink. A query with one stateful operator drops them by the current watermark.
         single = plan.query.stateful_operators <= 1
         spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false" if single else "true")
+        flush_at = None if closing_after is None else CLOSING_TIME
         writer = (
             streaming_frame(spark, plan, flush_at)
             .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))
             .outputMode(plan.output_mode)
             .foreachBatch(write_batch)
-            .option("checkpointLocation", str(plan.checkpoint))
+            .option("checkpointLocation", str(location))
         )
         if once:
             writer = writer.trigger(availableNow=True)
@@ -131,7 +162,7 @@ def run(
             writer = writer.trigger(processingTime=f"{int(spec.trigger_interval.total_seconds() * 1000)} milliseconds")
         return writer.start()
 
-    def follow(q: StreamingQuery) -> None:
+    def follow(q: StreamingQuery, closing: bool = False) -> None:
         seen: set[tuple[str, int]] = set()
         stop = {"requested": False}
 
@@ -148,13 +179,9 @@ def run(
                     if key in seen:
                         continue
                     seen.add(key)
-                    result.progress.append(p)
-                    result.input_rows += event_rows(p)
-                    if not sentinel_rows(p):  # the sentinel's time is no event's
-                        t = _event_time_max(p)
-                        if t and (result.max_event_time is None or t > result.max_event_time):
-                            result.max_event_time = t
-                    telemetry.record(p, sink.attempts_failed)
+                    if not closing:  # a closing run reads no event and its batches are not the checkpoint's
+                        _account(result, p)
+                        telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p)
             if not stop["requested"] and q.exception():
@@ -174,21 +201,30 @@ def run(
                 signal.signal(s, h)
 
     try:
-        if not once:
-            follow(start(None))
+        follow(start(plan.checkpoint))
+        last = checkpoint.last_committed_batch(plan.checkpoint)
+        if not once or result.stopped or last is None:
             return result
-        # --once: all input, then a sentinel event after every window so the watermark closes them all.
-        # Its time is only known after reading: first guess "now", then go past the latest event if it is later.
-        margin = spec.watermark_delay + plan.query.window + timedelta(seconds=1)
-        first = datetime.now(UTC) + margin
-        follow(start(first))
-        if result.stopped:
-            return result
-        if result.max_event_time is not None and result.max_event_time + margin > first:
-            follow(start(result.max_event_time + margin))
+        # --once: every window still open is emitted by a sentinel event later than all of them, on a copy of the
+        # checkpoint. The checkpoint itself keeps the open windows and the watermark the events gave, so a later
+        # run over more events updates those windows (sinks upsert them) and drops nothing that was on time.
+        with tempfile.TemporaryDirectory(prefix=".closing-", dir=plan.checkpoint.parent) as tmp:
+            copy = Path(tmp) / "checkpoint"
+            shutil.copytree(plan.checkpoint, copy)
+            follow(start(copy, closing_after=last), closing=True)
         return result
     finally:
         sink.close()
+
+
+def _account(result: RunResult, progress: dict[str, Any]) -> None:
+    result.progress.append(progress)
+    result.input_rows += event_rows(progress)
+    result.late_events += late_events(progress)
+    if not sentinel_rows(progress):  # the sentinel's time is no event's
+        t = _event_time_max(progress)
+        if t and (result.max_event_time is None or t > result.max_event_time):
+            result.max_event_time = t
 
 
 def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:

@@ -5,10 +5,9 @@ planned on the driver and read in tasks with assign/seek (never a group subscrip
 crash reads exactly the same events. Offsets live in Spark's checkpoint; optionally they are also committed to a
 consumer group for lag tools. Undecodable events go to a dead-letter topic with where they came from and why.
 
-Offsets are `{"<topic>": {"<partition>": next_offset}, "__flush": 0|1}`; `__flush` is the event time (µs) of
-the last end-of-input sentinel row emitted: a `--once` run emits one with a later time after all input was read,
-so that every window closes (see jobs/protobuf.py). The end offsets of a query's first batch also carry
-`"__initial"`, where that batch started: Spark reports no start for it, and telemetry needs one.
+Offsets and the planning of each batch's ranges are in jobs/offsets.py. A checkpoint that resumes where the
+broker has no data (a recreated topic, another cluster, retention) fails the query unless the stream allows data
+loss (`kafka.fail_on_data_loss: false`), like Spark's own Kafka source.
 """
 
 from __future__ import annotations
@@ -17,36 +16,27 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from jobs.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
 from jobs.predicates import Predicate
 from jobs.protobuf import Computed, Decoder, find_message
 from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
-FLUSH = "__flush"
-INITIAL = "__initial"  # in the first batch's end offsets: its start offsets
-NEW = "__new"  # in the initial offsets only: no batch has run yet
-RESERVED = frozenset({FLUSH, INITIAL, NEW})
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
 METADATA_TIMEOUT_S = 10.0
 STALL_TIMEOUT_S = 60.0  # a task that gets no record for this long while records are due fails (Spark retries)
 AUTO_AGREEMENTS = 20  # `high_watermark: auto` trusts the broker after this many probes agreeing with it
-
-Offsets = dict[str, dict[str, int]]
-
-
-def topic_offsets(offsets: dict[str, Any]) -> Offsets:
-    """The per-topic part of a source offset (without the source's own keys)."""
-    return {t: parts for t, parts in offsets.items() if t not in RESERVED}
+PROBE_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -152,7 +142,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.stream = opts.stream
         self._consumer: Consumer | None = None
         self._committer: Consumer | None = None  # commits to `consumer_group`, if set
-        self._available_now: Offsets | None = None
+        self._available_now: tuple[dict[Partition, Extent], frozenset[str]] | None = None
         # `auto`: probe until one partition with data shows whether the broker's high watermark can be trusted.
         self._probe: bool | None = {"reported": False, "probe": True}.get(self.stream.kafka.high_watermark)
         self._agreed = 0
@@ -167,28 +157,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         return self._consumer
 
-    def _partitions(self) -> list[TopicPartition]:
-        meta = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
-        out = []
-        for topic in self.stream.topics:
-            t = meta.topics.get(topic)
-            if t is None or t.error is not None:
-                # A topic that does not exist yet is empty: reading starts when it appears.
-                continue
-            out += [TopicPartition(topic, p) for p in sorted(t.partitions)]
-        return out
-
     def _true_end(self, tp: TopicPartition, low: int, reported: int) -> int:
         """The partition's end. Brokers that under-report the high watermark (Tansu) still return the right one
-        with fetched data, so fetch the last reported record and read the watermark that came with it."""
+        with fetched data, so fetch from the last reported offset and read the watermark that came with it (a
+        fetch that finds only a transaction marker returns no record, but the watermark all the same)."""
         if reported <= low or self._probe is False:
             return reported
         c = self.consumer
         c.assign([TopicPartition(tp.topic, tp.partition, max(low, reported - 1))])
+        end = reported
         try:
-            msgs = c.consume(1, timeout=METADATA_TIMEOUT_S)
-            end = max(reported, *(m.offset() + 1 for m in msgs if m.error() is None))
-            end = max(end, c.get_watermark_offsets(tp, cached=True)[1])
+            deadline = time.monotonic() + METADATA_TIMEOUT_S
+            while time.monotonic() < deadline:
+                msgs = c.consume(1, timeout=PROBE_POLL_S)
+                end = max(end, *(m.offset() + 1 for m in msgs if m.error() is None), 0)
+                fetched = c.get_watermark_offsets(tp, cached=True)[1]
+                if msgs or fetched >= 0:
+                    end = max(end, fetched)
+                    break
+            else:
+                raise KafkaException(f"{tp.topic}[{tp.partition}]: no fetch answered within {METADATA_TIMEOUT_S:.0f}s")
         finally:
             c.unassign()
         if self._probe is None:  # auto: any under-report means probing stays on; agreement must be seen repeatedly
@@ -199,67 +187,67 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._probe = False if self._agreed >= AUTO_AGREEMENTS else None
         return end
 
-    def _ends(self) -> tuple[Offsets, Offsets]:
-        lows: Offsets = {}
-        ends: Offsets = {}
-        for tp in self._partitions():
-            low, high = self.consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
-            lows.setdefault(tp.topic, {})[str(tp.partition)] = low
-            ends.setdefault(tp.topic, {})[str(tp.partition)] = self._true_end(tp, low, high)
-        return lows, ends
+    def extents(self) -> tuple[dict[Partition, Extent], frozenset[str]]:
+        """What the broker holds of each partition of the stream's topics, and the topics whose metadata is not
+        known right now. A topic that does not exist yet is empty: reading starts when it appears."""
+        meta = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+        extents: dict[Partition, Extent] = {}
+        unavailable: set[str] = set()
+        for topic in self.stream.topics:
+            t = meta.topics.get(topic)
+            if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                continue
+            if t.error is not None:
+                unavailable.add(topic)
+                continue
+            for p in sorted(t.partitions):
+                tp = TopicPartition(topic, p)
+                low, high = self.consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
+                extents[Partition(topic, p)] = Extent(low, self._true_end(tp, low, high))
+        return extents, frozenset(unavailable)
 
     def initialOffset(self) -> dict:
-        lows, ends = self._ends()
-        first = lows if self.stream.kafka.start == "earliest" else ends
-        return {**first, FLUSH: 0, NEW: 1}
+        extents, _ = self.extents()
+        first = {p: e.low if self.stream.kafka.start == "earliest" else e.end for p, e in extents.items()}
+        return SourceOffset(first, new=True).to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.stream.kafka.max_events_per_trigger
         return ReadMaxRows(limit) if limit else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._available_now = self._ends()[1]
+        if self.opts.flush_at_micros is None:
+            self._available_now = self.extents()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        ends = self._available_now if self._available_now is not None else self._ends()[1]
-        begin = {t: {p: start.get(t, {}).get(p, 0) for p in parts} for t, parts in ends.items()}
-        backlog = {(t, p): max(0, ends[t][p] - begin[t][p]) for t in ends for p in ends[t]}
-        total = sum(backlog.values())
-        if isinstance(limit, ReadMaxRows) and total > limit.max_rows:
-            # Share the limit in proportion to each partition's backlog, so partitions advance together in time.
-            share = {k: (v * limit.max_rows) // total for k, v in backlog.items()}
-            share[max(backlog, key=backlog.__getitem__)] += limit.max_rows - sum(share.values())
-            end: dict[str, Any] = {t: {p: begin[t][p] + share[(t, p)] for p in ends[t]} for t in ends}
-        else:
-            end = {t: dict(parts) for t, parts in ends.items()}
-        flush = start.get(FLUSH, 0)
+        begin = SourceOffset.from_json(start)
         flush_at = self.opts.flush_at_micros
-        if flush_at is not None and flush_at > flush and self._available_now is not None and total == 0:
-            flush = flush_at  # one more batch after the last data: the sentinel that closes every open window
-        end[FLUSH] = flush
-        if start.get(NEW):
-            if {k: v for k, v in start.items() if k != NEW} == end:
-                return start  # nothing to read yet: no batch
-            end[INITIAL] = topic_offsets(start)
-        return end
+        if flush_at is not None:  # `--once` closing every window (on a copy of the checkpoint): one sentinel, no events
+            if begin.new or begin.flush >= flush_at:
+                return start
+            return SourceOffset(begin.positions, flush=flush_at).to_json()
+        extents, unavailable = self._available_now or self.extents()
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
+        if end.positions == begin.positions and not end.gaps:
+            return start  # nothing to read: no batch
+        return replace(end, flush=begin.flush, initial=begin.positions if begin.new else None).to_json()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        parts: list[InputPartition] = []
-        for topic, ends in topic_offsets(end).items():
-            for p, stop in ends.items():
-                begin = start.get(topic, {}).get(p, 0)
-                if stop <= begin:
-                    continue
-                parts.append(RangePartition(topic, int(p), begin, stop))
-        if end.get(FLUSH, 0) > start.get(FLUSH, 0):  # from the offsets, so a replayed batch is the same
-            parts.append(SentinelPartition(end[FLUSH]))
+        first, last = SourceOffset.from_json(start), SourceOffset.from_json(end)
+        parts: list[InputPartition] = [
+            RangePartition(p.topic, p.partition, begin, stop) for p, (begin, stop) in batch_ranges(first, last).items()
+        ]
+        if last.flush > first.flush:  # from the offsets, so a replayed batch is the same
+            parts.append(SentinelPartition(last.flush))
         return parts
 
     def commit(self, end: dict) -> None:
         group = self.stream.kafka.consumer_group
         if not group:
             return
-        offsets = [TopicPartition(t, int(p), o) for t, parts in topic_offsets(end).items() for p, o in parts.items()]
+        positions = SourceOffset.from_json(end).positions
+        offsets = [TopicPartition(p.topic, p.partition, o) for p, o in sorted(positions.items())]
         if offsets:
             if self._committer is None:  # one client for the query's life, not one per batch
                 self._committer = Consumer(
@@ -291,14 +279,13 @@ class KafkaTailReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         planner = KafkaStreamReader(self.opts)
         try:
-            lows, ends = planner._ends()
+            extents, _ = planner.extents()
         finally:
             planner.stop()
         return [
-            RangePartition(t, int(p), max(lows[t][p], end - self.tail), end)
-            for t, parts in ends.items()
-            for p, end in parts.items()
-            if end > lows[t][p]
+            RangePartition(p.topic, p.partition, max(e.low, e.end - self.tail), e.end)
+            for p, e in sorted(extents.items())
+            if e.end > e.low
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -314,6 +301,7 @@ def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> It
                 "group.id": f"dagger-reader-{part.topic}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
+                "auto.offset.reset": "error",  # never skip to wherever librdkafka's default would: that loses data
                 "fetch.max.bytes": 64 * 1024 * 1024,
                 "queued.min.messages": 200_000,
             },
@@ -341,6 +329,12 @@ def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> It
             last_progress = time.monotonic()
             for m in msgs:
                 if m.error() is not None:
+                    if m.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                        # Deleted (retention) after the batch was planned. Failing is the only honest answer, even
+                        # with fail_on_data_loss: false, as the planned range cannot change on replay.
+                        tp = TopicPartition(part.topic, part.partition)
+                        low, end = consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
+                        raise DataLossError.of([Gap(Partition(part.topic, part.partition), position, low, end)])
                     raise KafkaException(m.error())
                 off = m.offset()
                 if off >= part.end:

@@ -11,6 +11,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, field_names, find_message
 from jobs.sinks import OutputShape
+from jobs.sinks.influx import check_plan as check_influx_time
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
 from jobs.sql.parse import parse_query
@@ -93,7 +94,7 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
     checkpoint = (
         spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name / "checkpoint"
     )
-    return DaggerPlan(
+    plan = DaggerPlan(
         spec=spec,
         streams=streams,
         query=query,
@@ -101,3 +102,5 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         output_mode="update" if query.aggregated and not query.windowed else "append",
         checkpoint=checkpoint,
     )
+    check_influx_time(plan)  # an influx sink needs each point's time from its row, not the write time
+    return plan

@@ -56,6 +56,12 @@ class KafkaSettings(Model):
     max_events_per_trigger: int | None = Field(
         200_000, ge=1, description="At most this many events per micro-batch (all partitions together)."
     )
+    fail_on_data_loss: bool = Field(
+        True,
+        description="When the checkpoint resumes where the broker has no data (a recreated topic, another cluster, "
+        "retention): true fails with what happened and what to do; false continues from the earliest offset the "
+        "broker has and counts the skipped events as `lost_events`.",
+    )
     consumer_group: str | None = Field(
         None, description="If set, processed offsets are also committed to this group (for lag tools only)."
     )
@@ -105,7 +111,11 @@ class InfluxSink(Model):
     token_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the API token (v2).")
     username_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the user name (v1).")
     password_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the password (v1).")
-    time_column: str | None = Field(None, description="Column giving each point's time (default: the window end).")
+    time_column: str | None = Field(
+        None,
+        description="Timestamp output column giving each point's time (default: the window end). Required when the "
+        "query selects no window end: a point's time would otherwise be the write time, and replays would add points.",
+    )
 
 
 class KafkaSink(Model):
@@ -114,12 +124,42 @@ class KafkaSink(Model):
     topic: str
     format: Literal["json", "proto"] = "json"
     proto: str | None = Field(None, description="Message class for format=proto; fields matched by column name.")
-    config: dict[str, str] = Field(default_factory=dict, description="Extra librdkafka producer settings.")
+    config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra librdkafka producer settings; connection ones (security.*, sasl.*, ssl.*, socket.*) also "
+        "reach the sink's admin and consumer clients. Not transactional.id, acks or enable.idempotence; no secrets.",
+    )
+    password_env: str | None = Field(
+        None, pattern=ENV_VAR, description="Env var holding sasl.password, read when the sink opens."
+    )
 
     @model_validator(mode="after")
     def _proto_given(self) -> KafkaSink:
         if self.format == "proto" and not self.proto:
             raise ValueError("sink.proto: required when sink.format is 'proto'")
+        return self
+
+    @model_validator(mode="after")
+    def _no_unsafe_config(self) -> KafkaSink:
+        # Producer settings the sink fixes itself (alias included): overriding one would break exactly-once.
+        fixed = {
+            "transactional.id": "it is daggers.<team>.<name>, so a restarted dagger fences the previous instance",
+            "acks": "transactions need acks=all",
+            "request.required.acks": "an alias of acks; transactions need acks=all",
+            "enable.idempotence": "transactions need the idempotent producer",
+        }
+        for key in self.config:
+            name = key.strip().lower()
+            if name in fixed:
+                raise ValueError(
+                    f"sink.config.{key}: may not be set: the sink's exactly-once writes depend on it ({fixed[name]}); "
+                    "remove it"
+                )
+            if name == "sasl.password":
+                raise ValueError(
+                    f"sink.config.{key}: secrets do not go in the spec; put the password in an environment variable "
+                    "and name it in sink.password_env"
+                )
         return self
 
 

@@ -3,6 +3,8 @@
 Malformed events are derived, not counted twice: every offset of a batch's range is either a decoded row or a
 dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
 Spark reports no start offsets for a query's first batch: the source puts them in that batch's end offsets.
+Lost events are those a gap skipped (jobs/offsets.py); late events those Spark's stateful operators dropped as
+behind the watermark.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from jobs.kafka_source import FLUSH, INITIAL, topic_offsets
+from jobs.offsets import SourceOffset, batch_ranges
 from jobs.sinks.influx import escape_key
 
 log = logging.getLogger("dagger.telemetry")
@@ -22,20 +24,29 @@ MEASUREMENT = "dagger_metrics"
 OBSERVED = "dagger_events_"  # + stream index: the observe() metric counting a stream's events (jobs/engine.py)
 
 
-def _raw(raw: Any) -> dict[str, Any]:
-    return (json.loads(raw) if isinstance(raw, str) else raw) or {}
+def _offset(raw: Any) -> SourceOffset | None:
+    parsed = json.loads(raw) if isinstance(raw, str) else raw  # a query's first batch has start "null"
+    return None if not parsed else SourceOffset.from_json(parsed)
 
 
-def _offsets(raw: Any) -> dict[str, dict[str, int]]:
-    return topic_offsets(_raw(raw))
+def _batches(progress: dict[str, Any]) -> list[tuple[SourceOffset | None, SourceOffset]]:
+    """(start, end) of each of our sources in the batch; start None in a query's first batch."""
+    out = []
+    for source in progress.get("sources", []):
+        end = _offset(source.get("endOffset"))
+        if end is not None:
+            out.append((_offset(source.get("startOffset")), end))
+    return out
 
 
 def sentinel_rows(progress: dict[str, Any]) -> int:
     """End-of-input sentinel rows in a batch (one per source that flushed, see jobs/kafka_source.py): not events."""
-    return sum(
-        int(_raw(s.get("endOffset")).get(FLUSH, 0)) > int(_raw(s.get("startOffset")).get(FLUSH, 0))
-        for s in progress.get("sources", [])
-    )
+    return sum(end.flush > (start.flush if start else 0) for start, end in _batches(progress))
+
+
+def late_events(progress: dict[str, Any]) -> int:
+    """Input rows Spark's stateful operators dropped as behind the watermark."""
+    return sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in progress.get("stateOperators", []))
 
 
 def event_rows(progress: dict[str, Any]) -> int:
@@ -48,16 +59,17 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
     """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
     ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
     tag = f"dagger={escape_key(dagger)}"
-    consumed = 0
+    consumed = lost = 0
     lines = []
     for source in progress.get("sources", []):
-        start, end, latest = (_offsets(source.get(k)) for k in ("startOffset", "endOffset", "latestOffset"))
-        start = start or _raw(source.get("endOffset")).get(INITIAL, {})  # a query's first batch
-        for topic, parts in end.items():
-            for p, off in parts.items():
-                consumed += off - start.get(topic, {}).get(p, off)
-                lag = max(0, latest.get(topic, {}).get(p, off) - off)
-                lines.append(f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={p} lag={lag}i {ts_ns}")
+        start, end, latest = (_offset(source.get(k)) for k in ("startOffset", "endOffset", "latestOffset"))
+        if end is None:
+            continue
+        consumed += sum(stop - begin for begin, stop in batch_ranges(start, end).values())
+        lost += end.lost
+        for p, off in sorted(end.positions.items()):
+            lag = max(0, (latest.positions.get(p, off) if latest else off) - off)
+            lines.append(f"{MEASUREMENT},{tag},topic={escape_key(p.topic)},partition={p.partition} lag={lag}i {ts_ns}")
     rows = event_rows(progress)
     spark_rows = int(progress.get("numInputRows") or 0)
     per_event = rows / spark_rows if spark_rows else 0.0  # Spark's rates are of its rows: make them of events
@@ -67,6 +79,8 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
         "processed_rate": f"{float(progress.get('processedRowsPerSecond') or 0.0) * per_event}",
         "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
         "malformed": f"{max(0, consumed - rows)}i",
+        "late_events": f"{late_events(progress)}i",
+        "lost_events": f"{lost}i",
         "sink_errors": f"{sink_errors}i",
     }
     watermark = (progress.get("eventTime") or {}).get("watermark")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -22,12 +24,13 @@ from google.protobuf.message import Message
 from pyspark.sql import SparkSession
 
 import protos
+from jobs.plan import plan_dagger
 from jobs.sinks import OutputShape, RetryPolicy, SinkError, open_sink, read_log
 from jobs.sinks.influx import InfluxWriter
 from jobs.sinks.kafka import KafkaWriter, commit_topic, transactional_id
 from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
-from jobs.spec import DaggerSpec, parse_spec
+from jobs.spec import DaggerSpec, SpecError, parse_spec
 from odin import victoria
 from tests.conftest import Services, consume_all, latest_by_key
 
@@ -286,11 +289,120 @@ def test_influx_v1_sink_on_influxdb_1_6(services: Services) -> None:
 
 def test_influx_measurement_defaults_to_dagger_name_and_time_column_must_exist(services: Services) -> None:
     name = f"m-{uuid.uuid4().hex[:8]}"
+    assert InfluxWriter(spec({"type": "influx", "url": services.influxdb_url}, name=name), SHAPE).measurement == name
     d = spec({"type": "influx", "url": services.influxdb_url, "version": 1, "time_column": "closed_at"}, name=name)
-    writer = InfluxWriter(d, SHAPE)
-    assert writer.measurement == name
-    with pytest.raises(SinkError, match="closed_at"):
-        writer.write(BATCH_0, 0)
+    with pytest.raises(SinkError, match=r"sink\.time_column: 'closed_at' is not an output column.*window_end"):
+        InfluxWriter(d, SHAPE)
+
+
+# A query aggregating without a window (update mode): a group's row is re-emitted at every update.
+WINDOWLESS = (
+    "SELECT city_id AS tag_city_id, count(1) AS bookings, max(rowtime) AS last_event_time "
+    "FROM data_stream GROUP BY city_id"
+)
+
+
+def dagger_spec(sql: str, sink: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": f"s-{uuid.uuid4().hex[:10]}",
+        "team": "tests",
+        "streams": [{"table": "data_stream", "topics": ["booking-log"], "proto": "daggers.events.BookingLog"}],
+        "sql": sql,
+        "sink": sink,
+    }
+
+
+def test_dagger_validate_refuses_influx_points_timed_at_write(tmp_path: Path) -> None:
+    path = tmp_path / "windowless.yaml"
+    path.write_text(json.dumps(dagger_spec(WINDOWLESS, {"type": "influx"})))
+    dagger = Path(sys.executable).parent / "dagger"
+    done = subprocess.run([str(dagger), "validate", str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())  # rich wraps long lines at the terminal width
+    assert "sink.time_column: required here: the query aggregates without a window (update mode)" in message
+    assert "set sink.time_column to one of its timestamp output columns: last_event_time" in message
+
+
+@pytest.mark.parametrize(
+    ("sql", "time_column", "error"),
+    [
+        # Every row once (append), but with no time: a replay adds its rows again at a new time.
+        (
+            "SELECT city_id AS tag_city_id, total_fare FROM data_stream",
+            None,
+            r"sink\.time_column: required here: the query's output has no window end.*it has none: select one",
+        ),
+        # Grouped by a window whose end is not selected.
+        (
+            "SELECT city_id AS tag_city_id, count(1) AS n FROM data_stream "
+            "GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id",
+            None,
+            r"sink\.time_column: required here: the query's output has no window end",
+        ),
+        (WINDOWLESS, "closed_at", r"sink\.time_column: 'closed_at' is not an output column.*: last_event_time$"),
+        (WINDOWLESS, "bookings", r"sink\.time_column: output column 'bookings' is BIGINT, not a timestamp"),
+    ],
+    ids=["rows-without-time", "window-end-not-selected", "not-an-output-column", "not-a-timestamp"],
+)
+def test_plan_refuses_influx_sink_without_a_row_time(sql: str, time_column: str | None, error: str) -> None:
+    sink: dict[str, Any] = {"type": "influx"} | ({"time_column": time_column} if time_column else {})
+    with pytest.raises(SpecError, match=error):
+        plan_dagger(parse_spec(dagger_spec(sql, sink)))
+
+
+def test_influx_writer_refuses_points_timed_at_write() -> None:
+    """The writer, opened without the planner, refuses what the planner does: no time column, or not a timestamp."""
+    no_time = OutputShape(("tag_city_id",), ("bookings",), None)
+    with pytest.raises(SinkError, match=r"influx sink: sink\.time_column: required here.*tag_city_id, bookings"):
+        open_sink(spec({"type": "influx"}), no_time)
+    shape = OutputShape(("tag_city_id",), ("bookings", "at"), None)
+    writer = InfluxWriter(spec({"type": "influx", "time_column": "at"}), shape)
+    batch = pa.table({"tag_city_id": [1], "bookings": [2], "at": [1_700_000_000_000]})
+    with pytest.raises(SinkError, match=r"sink\.time_column: column 'at' is int64, not a timestamp"):
+        writer.write(batch, 0)
+    assert writer.attempts_failed == 0  # a configuration error: not retried
+
+
+def test_influx_time_column_on_a_windowless_aggregate_is_idempotent(services: Services) -> None:
+    """With sink.time_column naming a timestamp output column, an update-mode dagger's points are keyed on it: a
+    replayed batch rewrites the same points, an update adds a point at the group's new time."""
+    url = services.victoria_metrics_url
+    measurement = f"sink_{uuid.uuid4().hex[:8]}"
+    sink = {"type": "influx", "url": url, "version": 2, "measurement": measurement}
+    with pytest.raises(SpecError, match=r"sink\.time_column"):
+        plan_dagger(parse_spec(dagger_spec(WINDOWLESS, sink)))
+    plan = plan_dagger(parse_spec(dagger_spec(WINDOWLESS, {**sink, "time_column": "last_event_time"})))
+    assert plan.output_mode == "update" and plan.shape.time_column is None
+    assert plan.shape == OutputShape(("tag_city_id",), ("bookings", "last_event_time"), None)
+
+    schema = pa.schema([("tag_city_id", pa.int32()), ("bookings", pa.int64()), ("last_event_time", TS)])
+    t0 = W1 + timedelta(seconds=5)
+    batch_0 = pa.Table.from_pylist(
+        [
+            {"tag_city_id": 1, "bookings": 3, "last_event_time": t0},
+            {"tag_city_id": 2, "bookings": 1, "last_event_time": t0 + timedelta(seconds=10)},
+        ],
+        schema=schema,
+    )
+    batch_1 = pa.Table.from_pylist(
+        [{"tag_city_id": 1, "bookings": 5, "last_event_time": t0 + timedelta(seconds=30)}], schema=schema
+    )
+    first = open_sink(plan.spec, plan.shape)
+    assert first.write(batch_0, 0) == 2
+    first.close()
+    restarted = open_sink(plan.spec, plan.shape)  # a new driver: no batch record, the replay is written again
+    assert restarted.write(batch_0, 0) == 2
+    assert restarted.write(batch_1, 1) == 1
+    restarted.close()
+
+    def export() -> dict[str, list[tuple[int, float]]]:
+        return {
+            s["metric"]["tag_city_id"]: sorted(zip(s["timestamps"], s["values"], strict=True))
+            for s in victoria.export(url, f"{measurement}_bookings")
+        }
+
+    want = {"1": [(ms(t0), 3), (ms(t0 + timedelta(seconds=30)), 5)], "2": [(ms(t0 + timedelta(seconds=10)), 1)]}
+    assert poll(export, lambda got: got == want) == want  # one sample per point, the replay included
 
 
 def test_influx_missing_secrets_are_named() -> None:
@@ -431,6 +543,48 @@ def test_kafka_proto_sink(services: Services, tmp_path: Path) -> None:
         end = msg.window_end.ToDatetime(tzinfo=UTC)  # type: ignore[attr-defined]
         view[(msg.tag_city_id, msg.label_service, end)] = (msg.bookings, msg.fare)  # type: ignore[attr-defined]
     assert view == {k: v[:2] for k, v in EXPECTED.items()}
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("transactional.id", "exactly-once writes depend on it"),
+        ("acks", "exactly-once writes depend on it"),
+        ("request.required.acks", "exactly-once writes depend on it"),
+        ("enable.idempotence", "exactly-once writes depend on it"),
+        ("sasl.password", "secrets do not go in the spec.*sink.password_env"),
+    ],
+)
+def test_kafka_sink_config_may_not_override_exactly_once_settings_or_carry_secrets(key: str, why: str) -> None:
+    with pytest.raises(SpecError, match=rf"sink\.config\.{key}: .*{why}"):
+        spec({"type": "kafka", "topic": "x", "config": {key: "1"}})
+    spec({"type": "kafka", "topic": "x", "config": {"security.protocol": "SASL_SSL", "sasl.username": "u"}})
+
+
+def test_kafka_sink_password_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """There is no SASL broker here: the password's way into every client config the sink builds is checked."""
+    sink = {
+        "type": "kafka",
+        "topic": "x",
+        "password_env": "DAGGER_TEST_KAFKA_PASSWORD",
+        "config": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "u"},
+    }
+    d = spec(sink)
+    monkeypatch.delenv("DAGGER_TEST_KAFKA_PASSWORD", raising=False)
+    with pytest.raises(SinkError, match=r"kafka sink: sink\.password_env.*DAGGER_TEST_KAFKA_PASSWORD.*not set"):
+        open_sink(d, SHAPE)
+    monkeypatch.setenv("DAGGER_TEST_KAFKA_PASSWORD", "s3cret")
+    writer = KafkaWriter(d, SHAPE)
+    client = writer._client_config()  # the admin client (topics) and the commit-marker consumer
+    assert client["sasl.password"] == "s3cret" and client["sasl.username"] == "u"
+    producer = writer.producer_config()
+    assert producer["sasl.password"] == "s3cret" and producer["security.protocol"] == "SASL_PLAINTEXT"
+    assert (producer["transactional.id"], producer["acks"], producer["enable.idempotence"]) == (
+        transactional_id(d),
+        "all",
+        True,
+    )
+    assert "s3cret" not in d.model_dump_json()
 
 
 def test_kafka_unknown_proto_is_a_sink_error() -> None:

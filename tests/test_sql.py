@@ -332,12 +332,9 @@ def test_only_one_select_is_allowed(sql: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        ("SELECT * FROM parquet.`/etc/passwd`", "catalog tables and file paths"),
         ("SELECT * FROM csv.`/tmp/x.csv`", "catalog tables and file paths"),
         ("SELECT * FROM spark_catalog.default.data_stream", "catalog tables and file paths"),
         ("SELECT * FROM `/etc/passwd`", "unknown table '/etc/passwd'; declared streams: data_stream"),
-        ("SELECT * FROM read_files('/etc')", "table-valued function"),
-        ("SELECT * FROM range(10)", "table-valued function"),
         ("SELECT * FROM data_streams", "unknown table 'data_streams'; declared streams: data_stream. Did you mean"),
         ("SELECT * FROM VALUES (1), (2) AS v(a)", "VALUES cannot be read"),
         ("SELECT * FROM data_stream, LATERAL TABLE(HistogramBucket(amount, '1,2')) AS T(b)", "LATERAL VIEW explode"),
@@ -350,16 +347,182 @@ def test_only_declared_streams_can_be_read(sql: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        ("SELECT reflect('java.lang.Runtime', 'getRuntime') FROM data_stream", "reflect() is not allowed"),
-        ("SELECT java_method('java.lang.System', 'exit', 1) FROM data_stream", "java_method() is not allowed"),
-        ("SELECT try_reflect('java.lang.System', 'exit', 1) FROM data_stream", "try_reflect() is not allowed"),
-        ("SELECT from_protobuf(tags, 'M', '/etc/passwd') FROM data_stream", "from_protobuf() is not allowed"),
         ("SELECT S2ld(lat, long, 13) FROM data_stream", "unknown function S2ld(); Did you mean 'S2Id'?"),
         ("SELECT MapGet(tags, 'x') FROM data_stream", "Registered UDFs: Distance, ElementAt, FormatTimeInZone"),
     ],
 )
 def test_functions_must_be_spark_builtins_or_registered_udfs(sql: str, expected: str) -> None:
     assert expected in sql_error(sql)
+
+
+# Each SQL reaches beyond the declared streams or would make a replayed micro-batch write other rows: refused with
+# (part of) its reason, compared case-insensitively as sqlglot prints some function names in capitals.
+ENVIRONMENT = "is not allowed in a dagger: it exposes the environment the job runs in"
+REPLAYS = "is not allowed in a dagger: replays would not be idempotent"
+INVISIBLE_WITH = "is a WITH query that is not visible here"
+ATTACKS = [
+    # Tables and files.
+    ("SELECT * FROM parquet.`/etc/passwd`", "catalog tables and file paths"),
+    ("SELECT * FROM read_files('/etc')", "table-valued function"),
+    ("SELECT read_files('/etc') FROM data_stream", "read_files() is not allowed in a dagger: it reads files"),
+    ("SELECT * FROM range(10)", "table-valued function"),
+    ("SELECT range(10) FROM data_stream", "range() is not allowed in a dagger: it is a table function"),
+    ("SELECT * FROM IDENTIFIER('parquet.`/etc/passwd`')", "table-valued function"),
+    ("SELECT sql_keywords() FROM data_stream", "sql_keywords() is not allowed in a dagger: it lists engine metadata"),
+    # A WITH query read outside the query that defines it would be looked up in Spark's catalog.
+    (
+        "WITH a AS (SELECT * FROM data_stream) SELECT * FROM (SELECT * FROM a) x UNION ALL "
+        "SELECT * FROM (WITH b AS (SELECT * FROM data_stream) SELECT * FROM b) y UNION ALL SELECT * FROM b",
+        f"unknown table 'b'; declared streams: data_stream. 'b' {INVISIBLE_WITH}",
+    ),
+    (
+        "SELECT * FROM (WITH c AS (SELECT * FROM data_stream) SELECT * FROM c) t JOIN c ON t.city_id = c.city_id",
+        f"unknown table 'c'; declared streams: data_stream. 'c' {INVISIBLE_WITH}",
+    ),
+    (
+        "SELECT city_id FROM data_stream WHERE EXISTS (SELECT 1 FROM c) "
+        "AND city_id IN (WITH c AS (SELECT city_id FROM data_stream) SELECT city_id FROM c)",
+        f"unknown table 'c'; declared streams: data_stream. 'c' {INVISIBLE_WITH}",
+    ),
+    ("WITH a AS (SELECT * FROM b), b AS (SELECT * FROM data_stream) SELECT * FROM a", f"'b' {INVISIBLE_WITH}"),
+    # Arbitrary Java, descriptor and schema files.
+    ("SELECT reflect('java.lang.Runtime', 'getRuntime') FROM data_stream", "reflect() is not allowed"),
+    ("SELECT java_method('java.lang.System', 'exit', 1) FROM data_stream", "java_method() is not allowed"),
+    ("SELECT try_reflect('java.lang.System', 'exit', 1) FROM data_stream", "try_reflect() is not allowed"),
+    ("SELECT system.builtin.reflect('java.lang.Runtime', 'getRuntime') FROM data_stream", "arbitrary Java methods"),
+    ("SELECT from_protobuf(tags, 'M', '/etc/passwd') FROM data_stream", "from_protobuf() is not allowed"),
+    ("SELECT to_protobuf(tags, 'M', '/etc/passwd') FROM data_stream", "reads a descriptor file"),
+    (
+        "SELECT from_avro(order_number, '\"string\"', map('avroSchemaUrl', 'file:///etc/passwd')) FROM data_stream",
+        "from_avro() is not allowed in a dagger: streams are decoded before the SQL runs",
+    ),
+    ("SELECT to_avro(order_number) FROM data_stream", "to_avro() is not allowed in a dagger"),
+    ("SELECT schema_of_avro('\"string\"', map()) FROM data_stream", "schema_of_avro() is not allowed in a dagger"),
+    # Options naming a file or URL, or options that cannot be checked.
+    (
+        "SELECT from_xml(status, 'a INT', map('rowValidationXSDPath', '/etc/passwd')) FROM data_stream",
+        "option 'rowValidationXSDPath' of from_xml() is not allowed in a dagger: it reads a file or URL",
+    ),
+    (
+        "SELECT schema_of_xml(status, map('rowTag', 'a', 'ROWVALIDATIONXSDPATH', 'http://10.0.0.1/x.xsd')) "
+        "FROM data_stream",
+        "option 'ROWVALIDATIONXSDPATH' of schema_of_xml() is not allowed in a dagger: it reads a file or URL",
+    ),
+    (
+        "SELECT from_json(status, 'a INT', str_to_map('mode:FAILFAST')) FROM data_stream",
+        "the options of from_json() must be written as map('key', 'value', ...) with literal keys",
+    ),
+    (
+        "SELECT from_csv(status, 'a INT', map_from_arrays(array('sep'), array(';'))) FROM data_stream",
+        "the options of from_csv() must be written as map(",
+    ),
+    (
+        "SELECT to_xml(named_struct('a', city_id), map(concat('rowValidation', 'XSDPath'), '/x')) FROM data_stream",
+        "the options of to_xml() must be written as map('key', 'value', ...) with literal keys",
+    ),
+    ("SELECT schema_of_json(status, map('a', 'b', upper('c'), 'd')) FROM data_stream", "with literal keys"),
+    # The environment.
+    *[
+        (f"SELECT {call} AS x FROM data_stream", f"{name}() {ENVIRONMENT}")
+        for call, name in [
+            ("current_user()", "current_user"),
+            ("user()", "user"),
+            ("user", "user"),
+            ("session_user()", "session_user"),
+            ("session_user", "session_user"),
+            ("current_catalog()", "current_catalog"),
+            ("current_database()", "current_database"),
+            ("current_schema()", "current_schema"),
+            ("current_path()", "current_path"),
+            ("current_timezone()", "current_timezone"),
+            ("version()", "version"),
+            ("input_file_name()", "input_file_name"),
+            ("input_file_block_start()", "input_file_block_start"),
+            ("input_file_block_length()", "input_file_block_length"),
+        ]
+    ],
+    # Nondeterminism: in a key, a value or a filter.
+    *[
+        (f"SELECT {call} AS x FROM data_stream", f"{name}() {REPLAYS}: {why}")
+        for call, name, why in [
+            ("uuid()", "uuid", "it draws random values"),
+            ("rand()", "rand", "it draws random values"),
+            ("rand(42)", "rand", "it draws random values (even with a seed"),
+            ("randn()", "randn", "it draws random values"),
+            ("random()", "rand", "it draws random values"),
+            ("randstr(8)", "randstr", "it draws random values"),
+            ("uniform(0, 10)", "uniform", "it draws random values"),
+            ("shuffle(tags)", "shuffle", "it draws random values"),
+            ("monotonically_increasing_id()", "monotonically_increasing_id", "its value depends on how Spark splits"),
+            ("current_timestamp()", "current_timestamp", "it reads the clock (processing time)"),
+            ("current_timestamp", "current_timestamp", "it reads the clock"),
+            ("now()", "now", "it reads the clock"),
+            ("current_date", "current_date", "it reads the clock"),
+            ("curdate()", "current_date", "it reads the clock"),
+            ("current_time()", "current_time", "it reads the clock"),
+            ("localtimestamp()", "localtimestamp", "it reads the clock"),
+            ("localtime()", "localtime", "it reads the clock"),
+            ("first(amount)", "first", "its value depends on the order rows arrive in"),
+            ("first_value(amount)", "first_value", "its value depends on the order rows arrive in"),
+            ("last(amount)", "last", "its value depends on the order rows arrive in"),
+            ("last_value(amount)", "last_value", "its value depends on the order rows arrive in"),
+            ("any_value(amount)", "any_value", "its value depends on the order rows arrive in"),
+        ]
+    ],
+    ("SELECT city_id FROM data_stream WHERE spark_partition_id() = 0", f"spark_partition_id() {REPLAYS}"),
+    ("SELECT uuid() AS id, count(1) AS n FROM data_stream GROUP BY uuid()", f"uuid() {REPLAYS}"),
+    (
+        "SELECT count(1) AS n FROM data_stream GROUP BY TUMBLE(current_timestamp(), INTERVAL '1' MINUTE)",
+        f"current_timestamp() {REPLAYS}",
+    ),
+    (
+        "SELECT unix_timestamp() AS t FROM data_stream",
+        "unix_timestamp() without a time argument is not allowed in a dagger: replays would not be idempotent: it "
+        "reads the clock",
+    ),
+    ("SELECT aes_encrypt(status, '0123456789abcdef') AS x FROM data_stream", "without an initialization vector"),
+    ("SELECT aes_encrypt(status, '0123456789abcdef', 'GCM', 'DEFAULT', '') AS x FROM data_stream", "random one"),
+    ("SELECT n FROM (SELECT rand() AS n FROM data_stream) AS r", f"rand() {REPLAYS}"),
+    ("WITH r AS (SELECT city_id FROM data_stream WHERE rand() < 0.5) SELECT * FROM r", f"rand() {REPLAYS}"),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), ATTACKS)
+def test_attacks_are_refused_with_their_reason(sql: str, expected: str) -> None:
+    assert expected.lower() in sql_error(sql).lower()
+
+
+def test_safe_uses_of_guarded_functions_and_with_queries_translate() -> None:
+    for sql in (
+        "SELECT from_json(status, 'a INT', map('mode', 'PERMISSIVE')) AS j FROM data_stream",
+        "SELECT from_xml(status, 'a INT', map('rowTag', 'a')) AS x, to_json(named_struct('a', city_id)) AS y "
+        "FROM data_stream",
+        "SELECT to_json(map('path', order_number)) AS j FROM data_stream",  # a map of data, not options
+        "SELECT unix_timestamp(rowtime) AS t FROM data_stream",
+        "SELECT aes_encrypt(status, '0123456789abcdef', 'GCM', 'DEFAULT', unhex('000000000000000000000000')) AS x "
+        "FROM data_stream",
+        "SELECT city_id, sort_array(collect_list(amount)) AS amounts FROM data_stream GROUP BY city_id",
+        "WITH a AS (SELECT city_id FROM data_stream) SELECT * FROM (SELECT city_id FROM a) AS x "
+        "WHERE EXISTS (SELECT 1 FROM a WHERE a.city_id = x.city_id)",
+        "WITH a AS (SELECT city_id FROM data_stream), b AS (SELECT city_id FROM a) SELECT city_id FROM b",
+    ):
+        booking(sql)
+    # Spark matches WITH names regardless of case; the reference is respelled like its WITH query.
+    assert (
+        "FROM Per_City"
+        in booking("WITH Per_City AS (SELECT city_id FROM data_stream) SELECT * FROM per_city").spark_sql
+    )
+    # A WITH query may shadow the stream it reads; each reference resolves to what Spark reads.
+    q = booking(
+        "WITH data_stream AS (SELECT city_id FROM data_stream WHERE city_id > 1) SELECT city_id FROM data_stream"
+    )
+    assert q.tables == ("data_stream",) and "FROM `data_stream` WHERE" in q.spark_sql
+    # A WITH query the SELECT does not read adds no columns to it.
+    q = booking("WITH a AS (SELECT city_id FROM data_stream) SELECT * FROM data_stream")
+    assert q.value_columns == (*BOOKING.fieldNames(), "rowtime")
+    assert booking("WITH a AS (SELECT city_id FROM data_stream) SELECT city_id FROM data_stream").value_columns == (
+        "city_id",
+    )
 
 
 def test_registered_udfs_keep_their_names_even_when_sqlglot_knows_one() -> None:
@@ -408,6 +571,8 @@ def test_builtins_data_file_is_generated_from_spark() -> None:
     assert functions["window"] == "scalar" and functions["explode"] == "generator"
     assert {"reflect", "java_method", "try_reflect"} <= spark_builtins.DENIED
     assert not spark_builtins.allowed_builtins() & spark_builtins.DENIED
+    # Every denied name is a Spark built-in, so none is a typo; read_files (Databricks) is denied in case one comes.
+    assert spark_builtins.DENIED - set(functions) == {"read_files"}
     assert "python -m jobs.sql.builtins" in spark_builtins.DATA_FILE.read_text().splitlines()[1]
 
 
@@ -559,6 +724,22 @@ def test_join_query_runs_in_spark(spark_udfs: SparkSession) -> None:
     paid_in_time = [r for r, m in zip(rows, [1, 10] * 20, strict=True) if m <= 5]
     expected = Counter((r["city_id"], minute_end(r["rowtime"])) for r in paid_in_time)
     assert {(r["city_id"], r["window_timestamp"]): r["paid_orders"] for r in got} == dict(expected)
+
+
+def test_with_queries_run_in_spark_as_validated(spark_udfs: SparkSession) -> None:
+    rows = bookings()
+    data = {"data_stream": (BOOKING, rows)}
+    # Spark reads the stream inside the WITH query that shadows it, and the WITH query outside it.
+    q = booking(
+        "WITH data_stream AS (SELECT city_id FROM data_stream WHERE city_id > 0) SELECT count(1) AS n FROM data_stream"
+    )
+    assert run_batch(spark_udfs, q, data) == [{"n": sum(r["city_id"] > 0 for r in rows)}]
+    # A reference spelled in another case reads the WITH query, in Spark as in the validator.
+    q = booking(
+        "WITH Per_City AS (SELECT city_id, count(1) AS n FROM data_stream GROUP BY city_id) "
+        "SELECT c.city_id, c.n FROM per_city AS c"
+    )
+    assert {r["city_id"]: r["n"] for r in run_batch(spark_udfs, q, data)} == Counter(r["city_id"] for r in rows)
 
 
 def run_stream(

@@ -13,27 +13,37 @@ Idempotence: a point is identified by measurement + tags + time, so rewriting a 
 points with the same values (InfluxDB overwrites; VictoriaMetrics, run with -dedup.minScrapeInterval=1ms, keeps one
 sample per millisecond). A later batch updating a window rewrites the point with the new values: InfluxDB keeps the
 new ones; VictoriaMetrics keeps one of the samples of that millisecond (the last one written, as observed with
-1.79, but its docs do not promise which). Without a time column the point time is the write time, and a replay
-after a crash lands at a new time: give the query a window end.
+1.79, but its docs do not promise which).
+
+A point timed at its write would break this (a replay lands at a new time; in update mode every update adds a point),
+so a dagger whose output has no time column is refused when planned (`dagger validate`, exit 2) and when the sink
+opens, unless sink.time_column names a timestamp output column (`check_plan`, `time_column_problem`). See
+docs/sinks.md.
 """
 
 from __future__ import annotations
 
 import math
-import time
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
-from influxdb_client import InfluxDBClient, WriteApi
-from influxdb_client.client.write_api import SYNCHRONOUS
-from influxdb_client.domain.write_precision import WritePrecision
-from influxdb_client.rest import ApiException
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
 
 from jobs.sinks.base import BaseSink, OutputShape, RetryPolicy, SinkError, log, secret
-from jobs.spec import DaggerSpec, InfluxSink
+from jobs.spec import DaggerSpec, InfluxSink, SpecError
+from jobs.sql.parse import parse_query
+from jobs.udfs import SCALAR_UDFS
+
+if TYPE_CHECKING:  # the clients are imported when first used: `dagger validate` imports this module for check_plan
+    import httpx
+    from influxdb_client import InfluxDBClient, WriteApi
+
+    from jobs.plan import DaggerPlan
 
 CHUNK = 10_000  # lines per HTTP request
 _MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": " "})
@@ -77,6 +87,100 @@ def _field_value(value: Any) -> str | None:
     return repr(float(number)) if math.isfinite(number) else None
 
 
+# -- the time column ---------------------------------------------------------------------------------------------
+
+_TIME_TYPES = (
+    exp.DataType.Type.DATE,
+    exp.DataType.Type.DATE32,
+    exp.DataType.Type.DATETIME,
+    exp.DataType.Type.DATETIME64,
+    exp.DataType.Type.TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPTZ,
+    exp.DataType.Type.TIMESTAMPLTZ,
+    exp.DataType.Type.TIMESTAMPNTZ,
+    exp.DataType.Type.TIMESTAMP_S,
+    exp.DataType.Type.TIMESTAMP_MS,
+    exp.DataType.Type.TIMESTAMP_NS,
+)
+
+
+def output_types(plan: DaggerPlan) -> dict[str, exp.DataType]:
+    """The SQL type of each output column (lower-cased name) that sqlglot can infer from the streams' schemas without
+    Spark; columns it cannot follow (window bounds, UDF results) are left out. The writer checks the real type."""
+    schema = {s.table: {f.name: f.dataType.simpleString() for f in s.decoder.spark_schema.fields} for s in plan.streams}
+    try:
+        tree = parse_query(plan.query.spark_sql, SCALAR_UDFS.keys())
+        tree = qualify(tree, schema=schema, dialect="spark", validate_qualify_columns=False, quote_identifiers=False)
+        tree = annotate_types(tree, schema=schema, dialect="spark")
+    except Exception:  # best effort: sqlglot's inference is not Spark's, and the writer checks the real type anyway
+        return {}
+    unknown = (exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL)
+    return {
+        select.alias_or_name.lower(): select.type
+        for select in tree.selects
+        if select.type is not None and not select.type.is_type(*unknown)
+    }
+
+
+def time_column_problem(
+    sink: InfluxSink,
+    shape: OutputShape,
+    output_mode: str | None = None,
+    types: Mapping[str, exp.DataType] | None = None,
+) -> str | None:
+    """Why the sink cannot take each point's time from its row (None: it can), with the fix. A point is identified by
+    measurement + tags + time: only a time from the row makes a rewrite (a replay, an update) land on the same point.
+    `types`: output column (lower-cased) -> SQL type, where known (output_types)."""
+    columns = [*shape.key_columns, *shape.value_columns]
+    types = types or {}
+    timestamps = [c for c in columns if (t := types.get(c.lower())) is not None and t.is_type(*_TIME_TYPES)]
+    if timestamps:
+        candidates = f"one of its timestamp output columns: {', '.join(timestamps)}"
+    elif types:
+        candidates = (
+            "a timestamp output column (it has none: select one, e.g. rowtime AS event_time, or "
+            "max(rowtime) AS last_event_time in an aggregate)"
+        )
+    else:
+        candidates = f"a timestamp output column (its output columns: {', '.join(columns) or '-'})"
+    name = sink.time_column
+    if name is not None:
+        if name not in columns:
+            return f"sink.time_column: {name!r} is not an output column of the query; set it to {candidates}"
+        known = types.get(name.lower())
+        if known is not None and not known.is_type(*_TIME_TYPES):
+            return (
+                f"sink.time_column: output column {name!r} is {known.sql('spark')}, not a timestamp; set it to "
+                f"{candidates}, or convert it in the SQL (e.g. timestamp_millis({name}) AS {name}_time)"
+            )
+        return None
+    if shape.time_column is not None:
+        return None
+    if output_mode == "update":
+        why = (
+            "the query aggregates without a window (update mode), so each point would be timed at its write: every "
+            "update of a group and every replay of a batch after a crash would add a point instead of overwriting one"
+        )
+    else:
+        why = (
+            "the query's output has no window end, so each point would be timed at its write: a replay of a batch "
+            "after a crash would add its rows again at a new time, and rows of one batch with the same tags would "
+            "overwrite each other"
+        )
+    return (
+        f"sink.time_column: required here: {why}. Select a window end (TUMBLE_END(rowtime, INTERVAL '60' SECOND) "
+        f"AS window_end, grouped by that window), or set sink.time_column to {candidates}"
+    )
+
+
+def check_plan(plan: DaggerPlan) -> None:
+    """Refuse, before anything runs, an influx sink whose points would not take their time from the row."""
+    if isinstance(plan.spec.sink, InfluxSink):
+        problem = time_column_problem(plan.spec.sink, plan.shape, plan.output_mode, output_types(plan))
+        if problem is not None:
+            raise SpecError(problem)
+
+
 def _epoch_ms(column: pa.ChunkedArray) -> list[int | None]:
     """A timestamp column as epoch milliseconds (sub-ms truncated), without a Python datetime per row."""
     if pa.types.is_date(column.type):
@@ -93,7 +197,12 @@ class InfluxWriter(BaseSink):
         assert isinstance(sink, InfluxSink)
         self.sink = sink
         self.measurement = sink.measurement or dagger.name
-        self.time_column = sink.time_column or shape.time_column
+        # The planner refuses these already (check_plan); a writer opened another way must not time points at write.
+        problem = time_column_problem(sink, shape)
+        time_column = sink.time_column or shape.time_column
+        if problem is not None or time_column is None:
+            raise SinkError(f"influx sink: {problem}")
+        self.time_column = time_column
         self.url = sink.url.rstrip("/")
         # Secrets are read once, kept out of messages and logs.
         token = secret(sink.token_env, "influx", "token_env")
@@ -115,10 +224,16 @@ class InfluxWriter(BaseSink):
     def lines(self, batch: pa.Table) -> tuple[list[str], int]:
         """The batch as line protocol (ms precision), and the number of rows left out for having no field."""
         names = batch.column_names
-        if self.time_column is not None and self.time_column not in names:
+        if self.time_column not in names:
             raise SinkError(
                 f"influx sink: time column {self.time_column!r} (sink.time_column or the window end) "
                 f"is not among the columns {names}"
+            )
+        time_type = batch.schema.field(self.time_column).type
+        if not (pa.types.is_timestamp(time_type) or pa.types.is_date(time_type)):
+            raise SinkError(
+                f"influx sink: sink.time_column: column {self.time_column!r} is {time_type}, not a timestamp; name a "
+                f"timestamp column, or convert it in the SQL (e.g. timestamp_millis({self.time_column}))"
             )
         tags: list[tuple[str, list[Any]]] = []
         fields: list[tuple[str, list[Any]]] = []
@@ -137,10 +252,7 @@ class InfluxWriter(BaseSink):
             if skipped:
                 log.info("%s: columns %s are neither tags nor fields: not written", self.label, skipped)
         tags.sort(key=lambda t: t[0])  # influx's preferred order: sorted tag keys
-        if self.time_column is not None:
-            times: list[int | None] = _epoch_ms(batch.column(self.time_column))
-        else:
-            times = [int(time.time() * 1000)] * batch.num_rows
+        times = _epoch_ms(batch.column(self.time_column))
         measurement = self.measurement.translate(_MEASUREMENT)
         out: list[str] = []
         no_fields = 0
@@ -167,6 +279,8 @@ class InfluxWriter(BaseSink):
 
     def _write_v1(self, lines: list[str]) -> None:
         if self._http is None:
+            import httpx
+
             # Basic auth, not u=/p= query parameters: URLs end up in error messages.
             self._http = httpx.Client(timeout=30, auth=self._auth)
         r = self._http.post(
@@ -178,6 +292,10 @@ class InfluxWriter(BaseSink):
             raise InfluxHTTPError(r.status_code, r.text.strip()[:500])
 
     def _write_v2(self, lines: list[str]) -> None:
+        from influxdb_client import InfluxDBClient
+        from influxdb_client.client.write_api import SYNCHRONOUS
+        from influxdb_client.domain.write_precision import WritePrecision
+
         if self._write_api is None:
             # retries=False: the sink's own loop retries the whole batch, with its own bound and backoff.
             self._client = InfluxDBClient(
@@ -189,6 +307,8 @@ class InfluxWriter(BaseSink):
         )
 
     def _retriable(self, error: Exception) -> bool:
+        from influxdb_client.rest import ApiException
+
         # A 4xx (bad line, unknown database, auth) fails the same way again; 429 and 5xx may not.
         status = error.status if isinstance(error, ApiException | InfluxHTTPError) else None
         return status is None or status == 429 or status >= 500

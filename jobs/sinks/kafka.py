@@ -4,7 +4,8 @@ The record key is the key columns as a compact JSON object (`{"tag_city_id":1,"w
 formats, so a row's updates land in one partition (Java-compatible murmur2 partitioner) and compact to the latest.
 Each record carries headers `dagger.batch_id` and `dagger.name`.
 
-Exactly-once effect across crashes and replays:
+Delivery (docs/sinks.md): exactly-once for read_committed consumers on real Kafka; on Tansu, at-least-once per record
+with an exact latest-per-key view (see below). How:
 - a transactional producer, transactional.id `daggers.<team>.<name>`: `init_transactions` fences any earlier
   instance and aborts its open transaction;
 - each batch is one transaction: the rows are produced and flushed, then a marker record (batch id, rows) goes to
@@ -16,9 +17,13 @@ Because the marker is produced only after every row was acknowledged, a marker n
 Tansu (the local broker) keeps records of aborted transactions visible to read_committed consumers and
 under-reports partition ends. So: the marker is found by reading the commit topic's tail to its real end (the
 reported high watermark is a starting hint only), and rows of an attempt that crashed before its marker may remain
-visible next to the replay's identical rows (same key, same value: the latest-per-key view is exact; consumers
-needing exact record counts keep records whose `dagger.batch_id` has a marker). With real Kafka those rows are
-aborted and invisible.
+visible next to the replay's identical rows (same key, same value, same `dagger.batch_id`: the latest-per-key view
+is exact; a key occurs once per batch, so consumers of keyed output needing exact record counts keep one record
+per batch id and key). With real Kafka those rows are aborted and invisible to read_committed consumers.
+
+The SASL password comes from the environment variable named by sink.password_env, read when the sink opens, and goes
+to the producer and to the admin and consumer clients the sink uses; it is never in the spec, a message or a log.
+The spec refuses sink.config overriding transactional.id, acks or enable.idempotence: the above depends on them.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from jobs.sinks.base import (
     json_value,
     log,
     rows,
+    secret,
     utc,
 )
 from jobs.spec import DaggerSpec, KafkaSink
@@ -188,14 +194,34 @@ class KafkaWriter(BaseSink):
                 log.warning(
                     "%s: columns %s have no field in %s: not written", self.label, self.unmatched_columns, sink.proto
                 )
+        # Read once, at open: an unset variable fails here, naming it, not at the first batch. Never logged.
+        self._password = secret(sink.password_env, "kafka", "password_env")
         self._producer: Producer | None = None
         self._delivery_errors: list[KafkaError] = []
 
     # -- connection and the batch record ----------------------------------------------------------------------
 
+    def _secrets(self) -> dict[str, str]:
+        return {} if self._password is None else {"sasl.password": self._password}
+
     def _client_config(self) -> dict[str, str]:
-        return {"bootstrap.servers": self.sink.bootstrap_servers} | {
-            k: v for k, v in self.sink.config.items() if k.startswith(_SHARED_CLIENT_KEYS)
+        """For the admin and consumer clients: where the brokers are and how to connect and authenticate."""
+        shared = {k: v for k, v in self.sink.config.items() if k.startswith(_SHARED_CLIENT_KEYS)}
+        return {"bootstrap.servers": self.sink.bootstrap_servers} | shared | self._secrets()
+
+    def producer_config(self) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.sink.bootstrap_servers,
+            "partitioner": "murmur2_random",  # the Java client's: keys land where Kafka Streams/Flink expect them
+            "linger.ms": 5,
+            "client.id": f"dagger-sink.{self.dagger.qualified_name}",
+            **self.sink.config,
+            # After sink.config (which the spec already refuses to carry these): exactly-once depends on them.
+            "transactional.id": self.transactional_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            "on_delivery": self._on_delivery,
+            **self._secrets(),
         }
 
     def _ensure_ready(self) -> Producer:
@@ -203,18 +229,7 @@ class KafkaWriter(BaseSink):
             return self._producer
         # The output topic with the broker's default partitions (the dagger owns it); the commit topic with one.
         ensure_topics(self._client_config(), {self.topic: None, self.commit_topic: 1})
-        config: dict[str, Any] = {
-            "bootstrap.servers": self.sink.bootstrap_servers,
-            "transactional.id": self.transactional_id,
-            "enable.idempotence": True,
-            "acks": "all",
-            "partitioner": "murmur2_random",  # the Java client's: keys land where Kafka Streams/Flink expect them
-            "linger.ms": 5,
-            "client.id": f"dagger-sink.{self.dagger.qualified_name}",
-            "on_delivery": self._on_delivery,
-            **self.sink.config,
-        }
-        producer = Producer(config)
+        producer = Producer(self.producer_config())
         producer.init_transactions(TIMEOUT_S)  # fences a previous instance, aborting its open transaction
         self.last_batch_id = self.read_last_committed()
         self._producer = producer

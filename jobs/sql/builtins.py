@@ -15,23 +15,64 @@ from pathlib import Path
 
 DATA_FILE = Path(__file__).with_name("spark_functions.tsv")
 
-# Built-ins a dagger must never call: they run arbitrary JVM methods (reflect, java_method, try_reflect), read files
-# on the driver (to/from_protobuf take a descriptor-file path; read_files) or are table functions that expose
-# engine internals rather than stream data.
-DENIED: frozenset[str] = frozenset(
-    {
-        "reflect",
-        "java_method",
-        "try_reflect",
-        "read_files",
-        "from_protobuf",
-        "to_protobuf",
-        "python_worker_logs",
-        "sql_keywords",
-        "collations",
-        "range",
-    }
+# Why a dagger must never call a built-in, by name. A dagger reads only its declared streams, and its output must be a
+# function of their events alone: the sinks write idempotently, so replaying a micro-batch after a crash must give
+# identical rows. Refused as nondeterministic, anywhere in the query (a key, a value or a filter can each change what
+# the sinks write): what Spark 4.3's analyzer marks nondeterministic, the processing-time clock, and the aggregates
+# that keep one row's value by arrival order (first, last, any_value). Aggregates whose elements merely come in
+# arrival order (collect_list, array_agg, listagg) stay: a replay gives the same elements, and sort_array() fixes the
+# order. Conditional refusals (an option, a missing argument) are in validate.py.
+_JAVA = "it calls arbitrary Java methods"
+_TABLE = "it is a table function; a dagger reads only its declared streams"
+_METADATA = "it lists engine metadata, not stream data; a dagger reads only its declared streams"
+ENVIRONMENT = "it exposes the environment the job runs in"
+CLOCK = (
+    "replays would not be idempotent: it reads the clock (processing time), so the same events processed again give "
+    "other rows; use the event time, rowtime"
 )
+_RANDOM = "replays would not be idempotent: it draws random values (even with a seed: Spark seeds each partition apart)"
+_PARTITIONS = "replays would not be idempotent: its value depends on how Spark splits a batch into partitions"
+_ORDER = (
+    "replays would not be idempotent: its value depends on the order rows arrive in; "
+    "use min()/max(), or max_by(x, rowtime) for the latest value"
+)
+# Avro is no dagger's stream format (streams are decoded before the SQL runs), this Spark has no Avro data source to
+# run these with, and their options read a schema from any path or URL (avroSchemaUrl): no safe use is left.
+_AVRO = "streams are decoded before the SQL runs, and its options (avroSchemaUrl) read a schema from any path or URL"
+DENIED_REASONS: dict[str, str] = {
+    **dict.fromkeys(("reflect", "java_method", "try_reflect"), _JAVA),
+    "read_files": "it reads files; a dagger reads only its declared streams",
+    "from_protobuf": "it reads a descriptor file from the driver's disk; streams are decoded before the SQL runs",
+    "to_protobuf": "it reads a descriptor file from the driver's disk",
+    **dict.fromkeys(("from_avro", "to_avro", "schema_of_avro"), _AVRO),
+    "range": _TABLE,
+    **dict.fromkeys(("sql_keywords", "collations"), _METADATA),
+    **dict.fromkeys(
+        (
+            "current_user",
+            "user",
+            "session_user",
+            "current_catalog",
+            "current_database",
+            "current_schema",
+            "current_path",
+            "current_timezone",
+            "version",
+            "input_file_name",
+            "input_file_block_start",
+            "input_file_block_length",
+            "python_worker_logs",
+        ),
+        ENVIRONMENT,
+    ),
+    **dict.fromkeys(
+        ("current_timestamp", "now", "current_date", "curdate", "current_time", "localtime", "localtimestamp"), CLOCK
+    ),
+    **dict.fromkeys(("rand", "randn", "random", "randstr", "uniform", "shuffle", "uuid"), _RANDOM),
+    **dict.fromkeys(("spark_partition_id", "monotonically_increasing_id"), _PARTITIONS),
+    **dict.fromkeys(("first", "first_value", "last", "last_value", "any_value"), _ORDER),
+}
+DENIED: frozenset[str] = frozenset(DENIED_REASONS)
 
 
 _KINDS = {"agg_funcs": "aggregate", "window_funcs": "window", "generator_funcs": "generator", "table_funcs": "table"}

@@ -22,7 +22,15 @@ from jobs.sql.dagger import (
 )
 from jobs.sql.errors import SqlError
 from jobs.sql.parse import parse_query
-from jobs.sql.validate import Catalog, ColumnChecker, check_functions, check_tables, spark_name, star_names
+from jobs.sql.validate import (
+    Catalog,
+    ColumnChecker,
+    check_functions,
+    check_tables,
+    read_sources,
+    spark_name,
+    star_names,
+)
 
 DIALECT = "spark"
 
@@ -253,7 +261,8 @@ class _Outputs:
     def _derived_role(self, column: exp.Column, scope: Scope) -> str | None:
         """The role a column had in the subquery / WITH query it comes from, e.g. its window end or aggregate."""
         name = column.name.lower()
-        candidates = [scope.sources.get(column.table)] if column.table else [s for s in scope.sources.values()]
+        sources = read_sources(scope)
+        candidates = [sources.get(column.table)] if column.table else list(sources.values())
         for source in candidates:
             if not isinstance(source, Scope):
                 continue
@@ -287,7 +296,7 @@ class _Outputs:
 
     def _star_all(self, table: str, scope: Scope) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for alias, source in scope.sources.items():
+        for alias, source in read_sources(scope).items():
             if table and alias.lower() != table:
                 continue
             if isinstance(source, Scope):

@@ -16,16 +16,6 @@ from jobs.sql.errors import SqlError, listing, suggest
 ROWTIME = "rowtime"
 DIALECT = "spark"
 
-_DENIED_REASONS = {
-    "reflect": "it calls arbitrary Java methods",
-    "java_method": "it calls arbitrary Java methods",
-    "try_reflect": "it calls arbitrary Java methods",
-    "read_files": "it reads files; a dagger reads only its declared streams",
-    "from_protobuf": "it reads a descriptor file from the driver's disk; streams are decoded before the SQL runs",
-    "to_protobuf": "it reads a descriptor file from the driver's disk",
-    "range": "it is a table function; a dagger reads only its declared streams",
-}
-
 
 class Catalog:
     """The declared streams: table name -> Spark schema, each with the engine's `rowtime` event-time column."""
@@ -68,12 +58,37 @@ def _struct_of(dtype: DataType) -> StructType | None:
 # --- tables -----------------------------------------------------------------------------------------------------
 
 
-def check_tables(root: exp.Expression, catalog: Catalog) -> tuple[str, ...]:
-    """Every table read is a declared stream (or a WITH name); returns the declared names read, in order.
+def query_scopes(root: exp.Expression) -> list[Scope]:
+    """sqlglot's scopes of the query: each SELECT, set operation, subquery and WITH query, innermost first."""
+    try:
+        return list(traverse_scope(root))
+    except OptimizeError as e:
+        raise SqlError(f"the query's structure is not valid: {e}") from None
 
-    Table names are respelled as declared, so the SQL matches the temp views the engine registers."""
+
+def read_sources(scope: Scope) -> dict[str, exp.Table | Scope]:
+    """What a scope's FROM, JOINs and LATERAL VIEWs read, by alias: sqlglot also lists every WITH query visible
+    there among its sources, read or not."""
+    read = {name for name, _ in scope.references}
+    return {name: source for name, source in scope.sources.items() if name in read or name not in scope.cte_sources}
+
+
+def check_tables(root: exp.Expression, catalog: Catalog) -> tuple[str, ...]:
+    """Every table read is a declared stream or a WITH query visible where it is read; returns the declared names
+    read, in order.
+
+    Table names are respelled as declared, so the SQL matches the temp views the engine registers. A WITH query is
+    visible only in the query defining it (its subqueries and later WITH queries included); a name it does not cover
+    would reach Spark's catalog at run time, so it must be a declared stream. sqlglot's scopes say which WITH queries
+    a reference sees, but match names as written while Spark ignores case: a reference is respelled like its WITH
+    query, so later scope walks (columns, outputs) resolve it too."""
     declared = listing(catalog.names())
-    ctes = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
+    visible = {
+        id(table): {name.lower(): name for name in scope.cte_sources}
+        for scope in query_scopes(root)
+        for table in scope.tables
+    }
+    defined = {cte.alias_or_name.lower() for cte in root.find_all(exp.CTE)}
     read: list[str] = []
     for node in root.find_all(exp.Values, exp.Lateral):
         if isinstance(node, exp.Values):
@@ -95,11 +110,20 @@ def check_tables(root: exp.Expression, catalog: Catalog) -> tuple[str, ...]:
                 f"(parquet.`/path`, csv.`/path`, ...) cannot be read; declared streams: {declared}"
             )
         name = table.name
-        if name.lower() in ctes:
+        cte = visible.get(id(table), {}).get(name.lower())
+        if cte is not None:
+            if cte != name:
+                table.set("this", exp.to_identifier(cte))
             continue
         found = catalog.lookup(name)
         if found is None:
-            raise SqlError(f"unknown table '{name}'; declared streams: {declared}.{suggest(name, catalog.names())}")
+            hint = (
+                f" '{name}' is a WITH query that is not visible here: it can be read only inside the query whose WITH "
+                "defines it, and by the WITH queries after it; define it in a WITH enclosing every query reading it"
+                if name.lower() in defined
+                else suggest(name, catalog.names())
+            )
+            raise SqlError(f"unknown table '{name}'; declared streams: {declared}.{hint}")
         table.set("this", exp.to_identifier(found[0], quoted=True))
         if found[0] not in read:
             read.append(found[0])
@@ -113,7 +137,8 @@ def check_tables(root: exp.Expression, catalog: Catalog) -> tuple[str, ...]:
 
 def spark_name(node: exp.Func) -> str | None:
     """The function name Spark will see for a call: as written for plain calls, as generated for sqlglot's typed
-    ones (e.g. SUBSTR -> SUBSTRING); None for syntax that is not a call (CASE ... END, x BETWEEN ...)."""
+    ones (e.g. SUBSTR -> SUBSTRING, a bare CURRENT_DATE); None for syntax that is not a call (CASE ... END, x BETWEEN
+    ...)."""
     if isinstance(node, exp.Anonymous):
         return node.name
     try:
@@ -122,7 +147,26 @@ def spark_name(node: exp.Func) -> str | None:
         return node.sql_name()
     head, paren, _ = text.partition("(")
     head = head.strip()
-    return head if paren and head and head.replace("_", "").isalnum() else None
+    if not head or not head.replace("_", "").isalnum():
+        return None
+    return head if paren or not any(node.args.values()) else None
+
+
+def denied(name: str) -> SqlError:
+    """The refusal of a call of a built-in in builtins.DENIED."""
+    return SqlError(f"function {name}() is not allowed in a dagger: {builtins.DENIED_REASONS[name.lower()]}")
+
+
+# Built-ins taking an options map -> the position of that argument. A few options name a file or URL Spark opens when
+# the query runs (from_xml's rowValidationXSDPath reads an XSD from any path or URL); the others only shape parsing
+# or printing, so the functions stay allowed and only such options are refused. Spark takes options only as a map(...)
+# call; its keys are checked one by one, so each must be a literal (a computed key cannot be checked).
+_OPTIONS_AT = {
+    **dict.fromkeys(("from_json", "from_csv", "from_xml"), 2),
+    **dict.fromkeys(("schema_of_json", "schema_of_csv", "schema_of_xml", "to_json", "to_csv", "to_xml"), 1),
+}
+# Words of option keys naming a file or URL: rowValidationXSDPath today, any such option a later Spark adds.
+_PATH_WORDS = ("path", "url", "file")
 
 
 def check_functions(root: exp.Expression, udfs: Mapping[str, str]) -> None:
@@ -134,8 +178,10 @@ def check_functions(root: exp.Expression, udfs: Mapping[str, str]) -> None:
             continue
         low = name.lower()
         if low in builtins.DENIED:
-            reason = _DENIED_REASONS.get(low, "it reaches outside the declared streams")
-            raise SqlError(f"function {name}() is not allowed in a dagger: {reason}")
+            raise denied(name)
+        refusal = _refused_use(node, name)
+        if refusal is not None:
+            raise SqlError(refusal)
         if low in UNSUPPORTED:
             raise SqlError(UNSUPPORTED[low])
         if low in allowed or low in udfs or low in DAGGER_FUNCTIONS:
@@ -146,6 +192,59 @@ def check_functions(root: exp.Expression, udfs: Mapping[str, str]) -> None:
             f"unknown function {name}();{hint} Registered UDFs: {registered}. Dagger functions: {DISPLAY_NAMES}. "
             "Any Spark SQL built-in function works too"
         )
+
+
+def _refused_use(call: exp.Func, name: str) -> str | None:
+    """Why this call of an allowed built-in is refused, for built-ins only some uses of which are unsafe."""
+    low = name.lower()
+    args = _arguments(call)
+    if low in _OPTIONS_AT and len(args) > _OPTIONS_AT[low]:
+        return _refused_options(name, args[_OPTIONS_AT[low]])
+    # sqlglot writes unix_timestamp() as UNIX_TIMESTAMP(CURRENT_TIMESTAMP()), which is what Spark computes too.
+    if low == "unix_timestamp" and (not args or isinstance(args[0], exp.CurrentTimestamp)):
+        clock = builtins.CLOCK
+        return f"function {name}() without a time argument is not allowed in a dagger: {clock}: {name}(rowtime)"
+    if low == "aes_encrypt" and _random_iv(args):
+        return (
+            f"function {name}() without an initialization vector is not allowed in a dagger: replays would not be "
+            f"idempotent: it encrypts with a random one (modes GCM and CBC); pass one: {name}(input, key, mode, "
+            "padding, iv)"
+        )
+    return None
+
+
+def _refused_options(name: str, options: exp.Expression) -> str | None:
+    keys = options.args["keys"].expressions if isinstance(options, exp.VarMap) else None
+    if keys is None or not all(isinstance(k, exp.Literal) and k.is_string for k in keys):
+        return (
+            f"the options of {name}() must be written as map('key', 'value', ...) with literal keys: other forms "
+            "cannot be checked for options that read a file or URL"
+        )
+    for key in keys:
+        if any(word in key.name.lower() for word in _PATH_WORDS):
+            return (
+                f"option '{key.name}' of {name}() is not allowed in a dagger: it reads a file or URL, and a dagger "
+                "reads only its declared streams; remove it"
+            )
+    return None
+
+
+def _random_iv(args: list[exp.Expression]) -> bool:
+    """aes_encrypt(input, key[, mode[, padding[, iv[, aad]]]]) draws a random IV unless the mode is ECB or an IV is
+    given (an empty one means random too)."""
+    mode = args[2] if len(args) > 2 else None
+    iv = args[4] if len(args) > 4 else None
+    if isinstance(mode, exp.Literal) and mode.name.upper() == "ECB":
+        return False
+    return iv is None or (isinstance(iv, exp.Literal) and iv.is_string and not iv.name)
+
+
+def _arguments(call: exp.Func) -> list[exp.Expression]:
+    """A call's arguments in the order written: sqlglot keeps a typed call's under named keys, declared in order."""
+    if isinstance(call, exp.Anonymous):
+        return list(call.expressions)
+    values = [call.args.get(key) for key in call.arg_types]
+    return [e for v in values for e in (v if isinstance(v, list) else [v]) if isinstance(e, exp.Expression)]
 
 
 # --- columns ----------------------------------------------------------------------------------------------------
@@ -171,18 +270,15 @@ class ColumnChecker:
         self._outputs: dict[int, list[str]] = {}
 
     def check(self, root: exp.Expression) -> None:
-        try:
-            scopes = list(traverse_scope(root))
-        except OptimizeError as e:
-            raise SqlError(f"the query's structure is not valid: {e}") from None
-        for scope in scopes:
+        for scope in query_scopes(root):
             for column in scope.columns:
                 self._check_column(scope, column)
             for star in scope.stars:
-                if isinstance(star, exp.Column) and star.table and star.table.lower() not in _lower(scope.sources):
+                sources = read_sources(scope)
+                if isinstance(star, exp.Column) and star.table and star.table.lower() not in _lower(sources):
                     raise SqlError(
                         f"{star.sql(dialect=DIALECT)}: no table or alias '{star.table}' in this SELECT; "
-                        f"tables here: {listing(scope.sources)}"
+                        f"tables here: {listing(sources)}"
                     )
 
     # A column reference and the struct fields after it: `a.b.c.d` may be table a, column b, fields c.d.
@@ -211,6 +307,8 @@ class ColumnChecker:
             )
         if select is not None and parts[0].lower() in SPARK_WINDOWS and _groups_by_window(select):
             return  # Spark's window()/session_window() result struct, e.g. window.end
+        if len(parts) == 1 and parts[0].lower() in builtins.DENIED:
+            raise denied(parts[0])  # Spark reads a bare `user`, `current_date`, ... naming no column as that call
         self._unknown(scope, parts)
 
     def _resolve(self, scope: Scope, parts: list[str]) -> bool:
@@ -266,7 +364,7 @@ class ColumnChecker:
 
     def _sources(self, scope: Scope) -> dict[str, _Source]:
         out: dict[str, _Source] = {}
-        for alias, source in scope.sources.items():
+        for alias, source in read_sources(scope).items():
             if isinstance(source, exp.Table):
                 found = self.catalog.lookup(source.name)
                 if found is None:

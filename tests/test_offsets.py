@@ -1,0 +1,89 @@
+"""The Kafka source's batch planner (jobs/offsets.py), property-tested without a broker: for any backlogs, starts and
+limits, every planned end is within what exists, the limit is kept, and a backlog always makes progress."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobs.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+
+
+@st.composite
+def brokers(draw: st.DrawFn) -> tuple[SourceOffset, dict[Partition, Extent]]:
+    """A start offset within what the broker holds, over 1-6 partitions of 1-2 topics with any backlogs."""
+    n = draw(st.integers(1, 6))
+    parts = [Partition(f"t{i % 2}", i // 2) for i in range(n)]
+    extents, positions = {}, {}
+    for p in parts:
+        low = draw(st.integers(0, 1_000))
+        end = low + draw(st.one_of(st.integers(0, 3), st.integers(0, 10**7)))
+        extents[p] = Extent(low, end)
+        if draw(st.booleans()) or p == parts[0]:  # others are new to the checkpoint
+            positions[p] = draw(st.integers(low, end))
+    return SourceOffset(positions), extents
+
+
+@settings(max_examples=1500, deadline=None)
+@given(brokers(), st.one_of(st.none(), st.integers(1, 12), st.integers(1, 10**6)))
+def test_planned_ends_stay_within_what_exists_and_the_limit(
+    broker: tuple[SourceOffset, dict[Partition, Extent]], limit: int | None
+) -> None:
+    start, extents = broker
+    end = plan_batch(start, extents, limit=limit)
+    ranges = batch_ranges(start, end)
+    assert not end.gaps
+    for p, ext in extents.items():
+        begin = end.begins.get(p, start.positions.get(p))
+        assert begin is not None and ext.low <= begin <= end.positions[p] <= ext.end
+    backlog = sum(ext.end - end.begins.get(p, start.positions.get(p, ext.low)) for p, ext in extents.items())
+    planned = sum(stop - begin for begin, stop in ranges.values())
+    assert planned <= (backlog if limit is None else min(limit, backlog))
+    if backlog:
+        assert planned == (backlog if limit is None else min(limit, backlog))  # progress, as much as allowed
+
+
+def test_uneven_backlogs_on_three_partitions_never_plan_past_an_end() -> None:
+    """The rounding remainder once went to the largest partition without a cap: [1, 1, 1] with a limit of 2 planned
+    2 events on a partition holding 1, and the reader waited for an offset that did not exist."""
+    parts = [Partition("t", i) for i in range(3)]
+    start = SourceOffset(dict.fromkeys(parts, 0))
+    end = plan_batch(start, dict.fromkeys(parts, Extent(0, 1)), limit=2)
+    assert sorted(end.positions.values()) == [0, 1, 1]
+    end = plan_batch(start, {parts[0]: Extent(0, 100), parts[1]: Extent(0, 1), parts[2]: Extent(0, 1)}, limit=3)
+    assert all(end.positions[p] <= e for p, e in zip(parts, (100, 1, 1), strict=True))
+    assert sum(end.positions.values()) == 3
+
+
+def test_a_checkpoint_beyond_the_end_or_before_the_earliest_is_data_loss() -> None:
+    a, b, gone = Partition("t", 0), Partition("t", 1), Partition("old", 0)
+    start = SourceOffset({a: 500, b: 10, gone: 7})
+    extents = {a: Extent(0, 300), b: Extent(40, 90)}  # a: topic recreated; b: retention deleted [10, 40)
+    with pytest.raises(DataLossError) as e:
+        plan_batch(start, extents)
+    message = str(e.value)
+    assert "t[0]: the checkpoint resumes at offset 500, the broker holds [0, 300)" in message
+    assert "t[1]: the checkpoint resumes at offset 10, the broker holds [40, 90)" in message
+    assert "old[0]" in message and "--reset-checkpoint" in message and "fail_on_data_loss: false" in message
+
+    end = plan_batch(start, extents, fail_on_data_loss=False)
+    assert end.gaps == (Gap(gone, 7, -1, -1), Gap(a, 500, 0, 300), Gap(b, 10, 40, 90))
+    assert end.lost == 30  # only what retention deleted is known to be lost
+    assert batch_ranges(start, end) == {a: (0, 300), b: (40, 90)}
+    assert gone not in end.positions
+
+
+def test_unavailable_topics_keep_their_positions() -> None:
+    a = Partition("flaky", 0)
+    end = plan_batch(SourceOffset({a: 42}), {}, unavailable=frozenset({"flaky"}))
+    assert end.positions == {a: 42} and not end.gaps and batch_ranges(SourceOffset({a: 42}), end) == {}
+
+
+def test_offsets_round_trip_as_canonical_json_and_read_the_earlier_format() -> None:
+    a, b = Partition("t", 1), Partition("t", 0)
+    offset = SourceOffset({a: 5, b: 3}, flush=9, initial={a: 0, b: 0}, begins={a: 2}, gaps=(Gap(a, 1, 2, 9),))
+    assert SourceOffset.from_json(offset.dumps()) == offset
+    assert list(offset.to_json()["offsets"]["t"]) == ["0", "1"]  # sorted: Spark compares offsets as text
+    legacy = {"t": {"0": 3, "1": 5}, "__flush": 9, "__initial": {"t": {"0": 0, "1": 0}}}
+    assert SourceOffset.from_json(legacy) == SourceOffset({a: 5, b: 3}, flush=9, initial={a: 0, b: 0})

@@ -1,0 +1,223 @@
+"""Daggers resumed from their checkpoints, as the platform does all day: re-runs over appended events, a broker that
+was replaced, uneven backlogs, one dagger's Kafka sink read by another, a checkpoint reused for another query."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.checkpoint import CheckpointError
+from jobs.engine import run
+from jobs.generator import booking_logs, produce
+from jobs.offsets import DataLossError
+from jobs.plan import DaggerPlan, plan_dagger
+from jobs.spec import parse_spec
+from jobs.topics import ensure_topics
+from odin import victoria
+from odin.paths import BIN_DIR
+from odin.paths import temporary_state_dir as state_dir
+from odin.ports import stack_ports
+from odin.spec import Service, StackSpec
+from odin.stack import Stack
+from tests.conftest import Services
+from tests.test_dagger import (
+    START,
+    _iso,
+    log_rows,
+    new_topic,
+    spec_dict,
+    spec_file,
+    surge_rows,
+    surge_spec,
+    surge_truth,
+    window_end,
+)
+
+
+def plan_for(spec: dict[str, Any], tmp_path: Path) -> DaggerPlan:
+    return plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
+
+
+def test_a_second_once_run_over_appended_events_equals_one_run_over_all(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    """`--once` over events A, then again after events B were appended: the sink equals one aggregation over A and
+    the on-time events of B. B's first events fall into windows the first run emitted (within the watermark delay)
+    and update them; a few events far behind the watermark are late: dropped, and counted as late_events."""
+    topic = new_topic(services)
+    a = list(booking_logs(6_000, seed=70, start=START, rate=50))  # 120 s
+    last_a = max(e.event_timestamp.seconds for e in a)
+    b = list(booking_logs(6_000, seed=71, start=START + timedelta(seconds=last_a - START.timestamp() - 4), rate=50))
+    late = list(booking_logs(30, seed=72, start=START + timedelta(seconds=20), rate=10))
+    for e in late:
+        e.status = 4  # COMPLETED: they would be counted if they were not dropped
+    out = tmp_path / "surge.jsonl"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
+    spec["telemetry_url"] = services.victoria_metrics_url
+    plan = plan_for(spec, tmp_path)
+
+    produce(services.kafka_bootstrap, topic, iter(a), partitions=2)
+    first = run(plan, spark, once=True)
+    assert surge_rows(out) == surge_truth(a)  # every window closed, the last ones included
+    assert first.late_events == 0
+
+    produce(services.kafka_bootstrap, topic, iter(b + late), partitions=2)
+    second = run(plan, spark, once=True)
+    assert second.input_rows == len(b) + len(late)
+    assert surge_rows(out) == surge_truth(a + b)
+    assert second.late_events == sum(e.status == 4 for e in late)  # the reader drops the others (WHERE status)
+    dagger = f'{{dagger="tests.{spec["name"]}"}}'
+    counted = victoria.export(services.victoria_metrics_url, f"dagger_metrics_late_events{dagger}")
+    assert sum(sum(s["values"]) for s in counted) == second.late_events
+
+
+@pytest.fixture
+def own_broker() -> Iterator[tuple[Stack, StackSpec]]:
+    """A Kafka broker of this test's own, so it can be replaced (Tansu keeps topics in memory only)."""
+    with state_dir("broker") as path:
+        stack = Stack("local", path)
+        spec = stack.resolve(1, {Service.kafka_broker}, stack_ports())
+        try:
+            assert stack.up(spec).ok
+            yield stack, spec
+        finally:
+            stack.down()
+
+
+def test_a_replaced_broker_is_data_loss_unless_the_stream_allows_it(
+    own_broker: tuple, services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    stack, stack_spec = own_broker
+    bootstrap = f"127.0.0.1:{stack_spec.ports['kafka']}"
+    topic = f"t-{uuid.uuid4().hex[:10]}"
+    events = list(booking_logs(4_000, seed=80, start=START, rate=50))
+    out = tmp_path / "surge.jsonl"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
+    spec["streams"][0]["kafka"]["bootstrap_servers"] = bootstrap
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    produce(bootstrap, topic, iter(events), partitions=2)
+    run(plan_for(spec, tmp_path), spark, once=True)
+    assert surge_rows(out) == surge_truth(events)
+
+    # The broker is replaced: same address, the topic recreated with fewer events than the checkpoint has read.
+    stack.down()
+    assert stack.up(stack_spec).ok
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    fresh = list(booking_logs(1_000, seed=81, start=START + timedelta(hours=1), rate=50))
+    produce(bootstrap, topic, iter(fresh), partitions=2)
+
+    with pytest.raises(DataLossError) as e:
+        run(plan_for(spec, tmp_path), spark, once=True)
+    assert f"{topic}[0]: the checkpoint resumes at offset 2000, the broker holds [0, 500)" in str(e.value)
+    r = subprocess.run(
+        [str(BIN_DIR / "dagger"), "run", "--once", str(spec_file(spec, tmp_path))], capture_output=True, text=True
+    )
+    assert r.returncode == 1 and "--reset-checkpoint" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+    spec["streams"][0]["kafka"]["fail_on_data_loss"] = False
+    result = run(plan_for(spec, tmp_path), spark, once=True)
+    assert result.input_rows == len(fresh)
+    assert surge_rows(out) == surge_truth(events) + surge_truth(fresh)  # distinct windows: an hour apart
+
+
+def test_three_partitions_with_uneven_backlogs_and_a_small_limit_are_exact(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    """The planner once put the limit's rounding remainder on the largest partition whatever its backlog, planned
+    past a partition's end, and the reader waited for offsets that do not exist."""
+    topic = new_topic(services, partitions=3)
+    events = list(booking_logs(3_003, seed=90, start=START, rate=50))
+    produce(services.kafka_bootstrap, topic, iter(events[:3_000]), partitions=3)  # 1000 each
+    produce(services.kafka_bootstrap, topic, iter(events[3_000:]), partitions=1)  # partition 0: 1 more
+    out = tmp_path / "surge.jsonl"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
+    spec["streams"][0]["kafka"]["max_events_per_trigger"] = 1_000
+    run(plan_for(spec, tmp_path), spark, once=True)
+    assert surge_rows(out) == surge_truth(events)
+
+
+def test_a_checkpoint_is_refused_for_another_query_and_kept_for_another_sink(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    topic = new_topic(services)
+    events = list(booking_logs(2_000, seed=95, start=START, rate=50))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
+    spec = surge_spec(services, topic, {"type": "log", "path": str(tmp_path / "a.jsonl")})
+    run(plan_for(spec, tmp_path), spark, once=True)
+
+    other = {**spec, "sql": spec["sql"].replace("count(1) AS", "sum(total_fare) AS")}
+    with pytest.raises(CheckpointError) as e:
+        run(plan_for(other, tmp_path), spark, once=True)
+    message = str(e.value)
+    assert "the query keeps other state: was aggregate by" in message and "SUM(total_fare)" in message
+    assert "--reset-checkpoint" in message and "new name" in message
+
+    moved = {**spec, "streams": [{**spec["streams"][0], "topics": [new_topic(services)]}]}
+    with pytest.raises(CheckpointError, match="topics"):
+        run(plan_for(moved, tmp_path), spark, once=True)
+
+    # Another sink and trigger interval: the checkpoint is kept. Only new events are read; the new sink gets the
+    # windows the checkpoint held open (the first run emitted them on closing, the checkpoint finalises them now).
+    later = list(booking_logs(500, seed=96, start=START + timedelta(hours=1), rate=50))
+    produce(services.kafka_bootstrap, topic, iter(later), partitions=2)
+    kept = {**spec, "trigger_interval": "3s", "sink": {"type": "log", "path": str(tmp_path / "b.jsonl")}}
+    result = run(plan_for(kept, tmp_path), spark, once=True)
+    assert result.input_rows == len(later)
+    assert surge_rows(tmp_path / "b.jsonl") == surge_truth(events + later)
+
+    # --reset-checkpoint reads everything again; the sink takes the new batches as new.
+    result = run(plan_for(spec, tmp_path), spark, once=True, reset_checkpoint=True)
+    assert result.input_rows == len(events) + len(later)
+    assert surge_rows(tmp_path / "a.jsonl") == surge_truth(events + later)
+
+
+SURGE_WINDOW_PROTO = """syntax = "proto3";
+package tests.chain;
+import "google/protobuf/timestamp.proto";
+message SurgeWindow {
+  int64 tag_city_id = 1;
+  string tag_s2id = 2;
+  string tag_vehicle_type = 3;
+  int64 num_of_bookings = 4;
+  google.protobuf.Timestamp window_timestamp = 5;
+}
+"""
+CITY_SQL = """SELECT tag_city_id, sum(num_of_bookings) AS bookings,
+       TUMBLE_END(rowtime, INTERVAL '5' MINUTE) AS window_end
+FROM `surge` GROUP BY TUMBLE(rowtime, INTERVAL '5' MINUTE), tag_city_id"""
+
+
+def test_a_dagger_reads_another_daggers_kafka_sink_exactly(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    """Teams chain daggers: B aggregates the protobuf records A's Kafka sink wrote. A's sink is transactional, so its
+    topic ends in a transaction marker, which once crashed the reader's probe of a partition's end."""
+    topic = new_topic(services)
+    events = list(booking_logs(6_000, seed=97, start=START, rate=20))  # 5 minutes
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
+    proto = tmp_path / "surge_window.proto"
+    proto.write_text(SURGE_WINDOW_PROTO)
+    chained = f"surge-{uuid.uuid4().hex[:8]}"
+    sink = {"type": "kafka", "bootstrap_servers": services.kafka_bootstrap, "topic": chained}
+    a = surge_spec(services, topic, {**sink, "format": "proto", "proto": "tests.chain.SurgeWindow"})
+    a["schemas"] = [str(proto)]
+    run(plan_for(a, tmp_path / "a"), spark, once=True)
+
+    out = tmp_path / "city.jsonl"
+    b = spec_dict(services, "surge", chained, "tests.chain.SurgeWindow", CITY_SQL, {"type": "log", "path": str(out)})
+    b["schemas"] = [str(proto)]
+    b["streams"][0]["timestamp_field"] = "window_timestamp"
+    run(plan_for(b, tmp_path / "b"), spark, once=True)
+    truth: Counter[tuple[int, str]] = Counter()
+    for (city, _s2, _vehicle, end), n in surge_truth(events).items():
+        truth[(city, window_end(int(datetime.fromisoformat(end).timestamp()), 300))] += n
+    got = {(r["tag_city_id"], _iso(r["window_end"])): r["bookings"] for r in log_rows(out)}
+    assert got == dict(truth)
