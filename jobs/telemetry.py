@@ -3,8 +3,8 @@
 Malformed events are derived, not counted twice: every offset of a batch's range is either a decoded row or a
 dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
 Spark reports no start offsets for a query's first batch: the source puts them in that batch's end offsets.
-Lost events are those a gap skipped (jobs/offsets.py); late events those Spark's stateful operators dropped as
-behind the watermark.
+Lost events are those a gap skipped (jobs/offsets.py); late events what Spark's stateful operators dropped as
+behind the watermark (see late_events).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def sentinel_rows(progress: dict[str, Any]) -> int:
 
 
 def late_events(progress: dict[str, Any]) -> int:
-    """Input rows Spark's stateful operators dropped as behind the watermark."""
+    """What Spark's stateful operators dropped as behind the watermark. Spark drops late rows after a partial
+    aggregation, so this counts groups of late events (one per window and key), not events."""
     return sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in progress.get("stateOperators", []))
 
 
