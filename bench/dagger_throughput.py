@@ -1,23 +1,36 @@
-"""`make bench` (dagger part): the surge dagger against a plain-Python baseline, and its end-to-end latency.
+"""`make bench` (dagger part): the surge dagger against plain-Python baselines, its start-up and its latency.
 
 1. Produce 2M BookingLog events (2 partitions) to an isolated Tansu broker; VictoriaMetrics is the sink.
 2. Throughput: `dagger run --once` of the surge query (S2Id level 13 + DistinctCount per minute) on local[2],
    timed from process start to exit (JVM start, planning and the end-of-input flush included); then the same
    aggregation in one plain Python process: confluent-kafka consume + protobuf decode + S2 (the same vectorised
-   numpy code) + dicts. Both must agree exactly; the bench checks the TSDB against the baseline.
-3. Latency: the dagger runs continuously while events are produced at a fixed 20k events/s stamped with the
+   numpy code) + dicts, in two variants: one consumer assigned both partitions (20k messages per consume), and what
+   bytewax's KafkaSource does on one worker: one consumer per partition (assign), polled round-robin for 1,000
+   messages each. All must agree exactly; the bench checks the TSDB against the first baseline, and the second
+   baseline against the first (totals and a digest of every window).
+3. Start-up: `dagger run` of the surge query on a fresh checkpoint and a small topic whose first batch already
+   closes windows, until its first row is queryable in VictoriaMetrics: the time to (a) batch 0 planned (its
+   offsets in the checkpoint) and (b) that first row, with a breakdown from bench/startup_probe.py (the CLI with
+   timestamps around the engine's steps: SparkSession, data source registration, readStream.load, query start;
+   batch timings from Spark's progress), and the peak RSS until then of its process tree (PySpark's daemons and
+   workers included) and of its process group; against the targets (first row <= 12 s, peak RSS <= 700 MB).
+4. Latency: the dagger runs continuously while events are produced at a fixed 20k events/s stamped with the
    wall clock; for every window, latency = first moment its rows are queryable in VictoriaMetrics - the window end
    (the age of the window's newest event when it becomes visible; it includes the watermark delay, which is a
    setting, so it is reported separately). 10 s windows here, to get a dozen windows in two minutes.
 
-Prints a table (recorded in bench/RESULTS.md) and ends with one line:
-`dagger_events_per_s=<n> baseline_events_per_s=<n> ratio=<r> p99_latency_s=<s>`, where the dagger's rate is its
-steady rate (batches after the first) and the end-to-end rate (JVM start included) is in the table.
+Prints two tables (recorded in bench/RESULTS.md) and ends with one line:
+`dagger_events_per_s=<n> baseline_events_per_s=<n> ratio=<r> p99_latency_s=<s> bytewax_baseline_events_per_s=<n>
+bytewax_ratio=<r> startup_first_batch_s=<s> startup_first_row_s=<s> peak_rss_mb=<n> peak_rss_group_mb=<n>`, where
+the dagger's rate is its steady rate (batches after the first; the end-to-end rate, JVM start included, is in the
+table), the ratios are of that rate to each baseline's, and the peak RSS figures are the start-up run's (its whole
+process tree, and its process group only).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -127,17 +140,32 @@ def measurement(name: str) -> str:
     return name.replace("-", "_")  # a PromQL metric name has no '-'
 
 
-def group_rss_mb(pgid: int) -> float:
-    """Resident memory of every process in a process group (the dagger's JVM and its Python workers)."""
-    total = 0
+def rss_mb(pid: int) -> tuple[float, float]:
+    """Resident memory of the dagger started as `pid` (a session leader): (its process group, its process tree).
+
+    The group is the CLI's Python, Spark's JVM and the streaming source runner; PySpark's daemons (workers, data
+    source planning and reading) put themselves in process groups of their own (os.setpgid in pyspark/daemon.py),
+    so only the tree, every descendant of `pid`, has them and their forked workers. Shared pages of forked
+    processes count once per process."""
+    procs: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, pgrp, rss pages)
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:  # field 5 of stat: pgrp
-                total += int(fields[21]) * resource.getpagesize()  # field 24: rss in pages
-        except (OSError, IndexError, ValueError):
+            procs[int(stat.parent.name)] = (int(fields[1]), int(fields[2]), int(fields[21]))
+        except (OSError, IndexError, ValueError):  # fields 4, 5, 24 of stat: ppid, pgrp, rss in pages
             continue
-    return total / 2**20
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, (parent, _, _) in procs.items():
+        children[parent].append(child)
+    tree, todo = set(), [pid]
+    while todo and len(tree) < 10_000:
+        p = todo.pop()
+        if p not in tree:
+            tree.add(p)
+            todo.extend(children.get(p, ()))
+    page = resource.getpagesize() / 2**20
+    group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
+    return group, sum(procs[p][2] for p in tree if p in procs) * page
 
 
 def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
@@ -149,13 +177,14 @@ def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
         stderr=subprocess.STDOUT,
         text=True,
     )
-    peak = 0.0
+    peak = peak_tree = 0.0
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
     reader.start()
     with console.status("dagger run --once on local[2]"):
         while proc.poll() is None:
-            peak = max(peak, group_rss_mb(proc.pid))
+            group, tree = rss_mb(proc.pid)
+            peak, peak_tree = max(peak, group), max(peak_tree, tree)
             time.sleep(0.2)
             if time.perf_counter() - started > 1800:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -165,73 +194,131 @@ def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
     if proc.returncode:
         raise SystemExit(f"dagger run --once failed ({proc.returncode}):\n{''.join(out[-40:])}")
     batches = [line for line in out if line.startswith("batch ")]
-    return Measured(events, seconds, peak, steady_rate(vm, dagger), f"{len(batches)} batches")
+    detail = f"{len(batches)} batches; peak RSS of the whole process tree (PySpark's daemons too) {peak_tree:,.0f} MB"
+    return Measured(events, seconds, peak, steady_rate(vm, dagger), detail)
 
 
-# -- the baseline ----------------------------------------------------------------------------------------------
+# -- the baselines ---------------------------------------------------------------------------------------------
+
+BYTEWAX_BATCH = 1000  # bytewax's KafkaSource: `batch_size` messages per consume (its docs' value for throughput)
+BASELINES = {
+    "one-consumer": "baseline (1 process, one consumer on both partitions: consume + decode + same aggregation)",
+    "per-partition": (
+        f"baseline, bytewax-style (1 process, one consumer per partition (assign), round-robin "
+        f"{BYTEWAX_BATCH:,} messages from each in turn: consume + decode + same aggregation)"
+    ),
+}
 
 
-def baseline(kafka: str, topic: str, ends: dict[int, int]) -> dict[str, Any]:
-    """One process, one consumer on both partitions: decode, filter, S2 (vectorised per chunk), dict windows."""
-    consumer = Consumer(
+def baseline_consumer(kafka: str, group: str) -> Consumer:
+    return Consumer(
         {
             "bootstrap.servers": kafka,
-            "group.id": "bench-baseline",
+            "group.id": group,
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 10,
             "fetch.max.bytes": 64 * 1024 * 1024,
             "queued.min.messages": 200_000,
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-    counts: dict[tuple[int, int, str, int], int] = defaultdict(int)
-    customers: dict[tuple[int, int, str, int], set[str]] = defaultdict(set)
-    vehicle_names = {number: name for name, number in common_pb2.VehicleType.items()}
-    remaining = sum(ends.values())
-    parse = booking_log_pb2.BookingLog.FromString
-    deadline = time.monotonic() + 1800
-    started = time.perf_counter()
-    while remaining > 0 and time.monotonic() < deadline:
-        msgs = consumer.consume(20_000, timeout=0.5)
+
+
+class Windows:
+    """The baselines' aggregation: decode, filter, S2 (vectorised per chunk of messages), dict windows."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[int, int, str, int], int] = defaultdict(int)
+        self.customers: dict[tuple[int, int, str, int], set[str]] = defaultdict(set)
+        self.vehicle_names = {number: name for name, number in common_pb2.VehicleType.items()}
+
+    def add(self, msgs: list[Any]) -> int:
+        """Aggregate a chunk of consumed messages; returns how many were events (not errors)."""
+        parse = booking_log_pb2.BookingLog.FromString
+        events = 0
         keep = []
         for m in msgs:
             if m.error() is not None:
                 continue
-            remaining -= 1
+            events += 1
             e = parse(m.value())
             if e.status == COMPLETED:
                 keep.append(e)
         if not keep:
-            continue
+            return events
+        counts, customers, vehicle_names = self.counts, self.customers, self.vehicle_names
         cells = s2_cell_ids(np.array([e.lat for e in keep]), np.array([e.long for e in keep]), 13).view(np.int64)
         for e, cell in zip(keep, cells.tolist(), strict=True):
             key = (e.city_id, cell, vehicle_names[e.vehicle_type], e.event_timestamp.seconds // WINDOW_S)
             counts[key] += 1
             customers[key].add(e.customer_id)
+        return events
+
+    def result(self, seconds: float) -> dict[str, Any]:
+        """Totals (as the TSDB check reads them) and a digest of every window's count and customers."""
+        whole = sorted((k, n, sorted(self.customers[k])) for k, n in self.counts.items())
+        return {
+            "seconds": seconds,
+            "rows": len(self.counts),
+            "bookings": sum(self.counts.values()),
+            "customers": sum(len(s) for s in self.customers.values()),
+            "digest": hashlib.sha256(repr(whole).encode()).hexdigest()[:16],
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+
+def baseline(kafka: str, topic: str, ends: dict[int, int]) -> dict[str, Any]:
+    """One process, one consumer on both partitions, 20k messages per consume."""
+    consumer = baseline_consumer(kafka, "bench-baseline")
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    windows = Windows()
+    remaining = sum(ends.values())
+    deadline = time.monotonic() + 1800
+    started = time.perf_counter()
+    while remaining > 0 and time.monotonic() < deadline:
+        remaining -= windows.add(consumer.consume(20_000, timeout=0.5))
     seconds = time.perf_counter() - started
     consumer.close()
     if remaining > 0:
         raise SystemExit(f"baseline: {remaining} events not read in 30 minutes")
-    return {
-        "seconds": seconds,
-        "rows": len(counts),
-        "bookings": sum(counts.values()),
-        "customers": sum(len(s) for s in customers.values()),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
+    return windows.result(seconds)
 
 
-def run_baseline(kafka: str, topic: str, ends: dict[int, int]) -> tuple[Measured, dict[str, Any]]:
-    """The baseline in its own process, so its memory is its own."""
-    with console.status("baseline: one Python process"):
+def baseline_per_partition(kafka: str, topic: str, ends: dict[int, int]) -> dict[str, Any]:
+    """What a bytewax dataflow on one worker does with its KafkaSource: one consumer per partition, each assigned
+    its partition (no group subscription), polled in turn for up to BYTEWAX_BATCH messages with a 1 ms timeout,
+    all in one Python process; then the same decoding and aggregation as `baseline`."""
+    consumers = {}
+    for p in ends:
+        consumers[p] = baseline_consumer(kafka, "bench-baseline-per-partition")
+        consumers[p].assign([TopicPartition(topic, p, 0)])
+    windows = Windows()
+    remaining = dict(ends)
+    deadline = time.monotonic() + 1800
+    started = time.perf_counter()
+    while any(n > 0 for n in remaining.values()) and time.monotonic() < deadline:
+        for p, consumer in consumers.items():
+            if remaining[p] > 0:
+                remaining[p] -= windows.add(consumer.consume(BYTEWAX_BATCH, timeout=0.001))
+    seconds = time.perf_counter() - started
+    for consumer in consumers.values():
+        consumer.close()
+    if any(n > 0 for n in remaining.values()):
+        raise SystemExit(f"per-partition baseline: {sum(remaining.values())} events not read in 30 minutes")
+    return windows.result(seconds)
+
+
+def run_baseline(kafka: str, topic: str, ends: dict[int, int], variant: str) -> tuple[Measured, dict[str, Any]]:
+    """A baseline in its own process, so its memory is its own."""
+    with console.status(f"{variant} baseline: one Python process"):
+        argv = ["--baseline", kafka, topic, json.dumps(ends), "--baseline-variant", variant]
         r = subprocess.run(
-            [sys.executable, "-m", "bench.dagger_throughput", "--baseline", kafka, topic, json.dumps(ends)],
+            [sys.executable, "-m", "bench.dagger_throughput", *argv],
             capture_output=True,
             text=True,
             timeout=2000,
         )
     if r.returncode:
-        raise SystemExit(f"baseline failed:\n{r.stderr[-3000:]}")
+        raise SystemExit(f"{variant} baseline failed:\n{r.stderr[-3000:]}")
     result = json.loads(r.stdout.strip().splitlines()[-1])
     events = sum(ends.values())
     rate = events / result["seconds"]
@@ -339,6 +426,202 @@ def latency(spec: Path, kafka: str, vm: str, topic: str, rate: int, seconds: flo
     return samples
 
 
+# -- start-up --------------------------------------------------------------------------------------------------
+
+STARTUP_EVENTS = 20_000  # 50 per second of event time: 400 s, so the first batch closes ~5 of its 60 s windows
+TARGET_FIRST_ROW_S = 12.0
+TARGET_PEAK_RSS_MB = 700.0
+
+
+@dataclass
+class Startup:
+    phases: list[tuple[str, float | None, float | None]]  # (phase, duration s, ends at s from process start)
+    first_batch_s: float | None  # process start -> batch 0 planned (its offsets in the checkpoint)
+    first_row_s: float | None  # process start -> first sample of the dagger's measurement in VictoriaMetrics
+    peak_rss_mb: float  # the process tree's (rss_mb), until the first row
+    peak_group_rss_mb: float  # the process group's
+
+
+def _since(t0: float, t: float | None) -> float | None:
+    return None if t is None else t - t0
+
+
+def _spark_time(timestamp: str | None) -> float | None:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() if timestamp else None
+
+
+def _batch_end(progress: dict[str, Any]) -> float | None:
+    """When a batch ended (wall clock), from its progress as the probe marked it."""
+    started = _spark_time(progress.get("timestamp"))
+    return None if started is None else started + (progress.get("duration_ms") or {}).get("triggerExecution", 0) / 1000
+
+
+def _timeline(path: Path) -> tuple[dict[str, list[float]], list[float], dict[int, dict[str, Any]]]:
+    """bench/startup_probe.py's timeline: the times of each event, of each sink write with rows, and the first
+    progress of each batch."""
+    events: dict[str, list[float]] = defaultdict(list)
+    writes: list[float] = []
+    progress: dict[int, dict[str, Any]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        e = json.loads(line)
+        if e["event"] == "progress":
+            progress.setdefault(e["batch"], e)
+        elif e["event"] == "sink_write":
+            if e.get("rows"):
+                writes.append(e["t"])
+        else:
+            events[e["event"]].append(e["t"])
+    return events, writes, progress
+
+
+def startup(state: Path, kafka: str, vm: str) -> Startup:
+    """`dagger run` (not --once) of the surge query on a fresh checkpoint and a small topic whose events already
+    close windows in the first batch, timed by bench/startup_probe.py (the CLI with timestamps around each engine
+    step), the checkpoint's files and VictoriaMetrics, until the first row of the dagger is queryable."""
+    topic = f"bench-startup-{int(time.time())}"
+    ensure_topics({"bootstrap.servers": kafka}, {topic: PARTITIONS})
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)
+    payloads = (e.SerializeToString() for e in booking_logs(STARTUP_EVENTS, seed=7, start=start, rate=50))
+    produce(kafka, topic, payloads, partitions=PARTITIONS)
+    spec = spec_file(state, "surge-startup", topic, kafka, vm, WINDOW_S, "60s", "1s")
+    checkpoint_dir = Path(yaml.safe_load(spec.read_text())["checkpoint_dir"])
+    metric = f"{measurement('surge-startup')}_num_of_bookings"
+    timeline_path, log_path = state / "startup-timeline.jsonl", state / "startup.log"
+    peak = [0.0, 0.0]  # process group, process tree
+    first_row: float | None = None
+    with log_path.open("w") as log:
+        t0 = time.time()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.startup_probe", str(timeline_path), "run", str(spec)],
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        done = threading.Event()
+
+        def sample_rss() -> None:
+            while not done.is_set():
+                group, tree = rss_mb(proc.pid)
+                peak[:] = max(peak[0], group), max(peak[1], tree)
+                done.wait(0.2)
+
+        sampler = threading.Thread(target=sample_rss, daemon=True)
+        sampler.start()
+        try:
+            with console.status("start-up: dagger run until its first row is in VictoriaMetrics"):
+                while proc.poll() is None and time.time() - t0 < 300:
+                    if victoria.export(vm, metric):
+                        first_row = time.time() - t0
+                        break
+                    time.sleep(0.25)
+                done.set()
+                # The progress of the batch that wrote it (marked once the batch ended), for the breakdown.
+                deadline = time.monotonic() + 15
+                while first_row is not None and proc.poll() is None and time.monotonic() < deadline:
+                    writes, progress = _timeline(timeline_path)[1:]
+                    if writes and any((_batch_end(e) or 0.0) >= writes[0] for e in progress.values()):
+                        break
+                    time.sleep(0.25)
+            if proc.poll() is not None:
+                tail = log_path.read_text()[-3000:]
+                raise SystemExit(f"start-up run: the dagger exited ({proc.returncode}):\n{tail}")
+        finally:
+            done.set()
+            sampler.join(5)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
+
+    events, sink_writes, progress = _timeline(timeline_path)
+    loads = sum(b - a for a, b in zip(events.get("load_start", []), events.get("load_end", []), strict=False))
+
+    def at(event: str) -> float | None:
+        """The first start, or the last end, of a phase (readStream…load() runs once per stream)."""
+        times = events.get(event)
+        return None if not times else _since(t0, times[-1] if event.endswith("_end") else times[0])
+
+    def between(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else b - a
+
+    def file_time(path: Path) -> float | None:
+        return _since(t0, path.stat().st_mtime) if path.exists() else None
+
+    batch0, batch1 = progress.get(0, {}), progress.get(1, {})
+    b0_start, b0_end = _since(t0, _spark_time(batch0.get("timestamp"))), _since(t0, _batch_end(batch0))
+    b1_start, b1_end = _since(t0, _spark_time(batch1.get("timestamp"))), _since(t0, _batch_end(batch1))
+    b0_ms = batch0.get("duration_ms") or {}
+    planned = file_time(checkpoint_dir / "offsets" / "0")
+    first_write = _since(t0, min(sink_writes)) if sink_writes else None
+    in_batch = None  # the sink writes inside foreachBatch, so before its batch ends
+    if first_write is not None:
+        in_batch = next((n for n, end in ((0, b0_end), (1, b1_end)) if end is not None and first_write <= end), None)
+    parts = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in b0_ms.items() if k != "triggerExecution" and v >= 50)
+    b0_total = b0_ms.get("triggerExecution", 0) / 1000
+    b0_what = f"{batch0.get('input_rows', '?')} input rows; in all {b0_total:.1f} s: {parts}"
+    phases = [
+        ("Python start + imports (PySpark, the engine)", at("imported"), at("imported")),
+        ("spec → plan, broker check", between(at("imported"), at("session_start")), at("session_start")),
+        ("JVM + SparkSession ready (session_for)", between(at("session_start"), at("session_end")), at("session_end")),
+        (
+            "run set-up (checkpoint, DLQ topic, sink, telemetry)",
+            between(at("session_end"), at("prepare_start")),
+            at("prepare_start"),
+        ),
+        (
+            "data source registration (spark.dataSource.register)",
+            between(at("datasource_start"), at("datasource_end")),
+            at("datasource_end"),
+        ),
+        ("UDF registration", between(at("udfs_start"), at("udfs_end")), at("udfs_end")),
+        ("planning: readStream…load()", loads if "load_end" in events else None, at("load_end")),
+        (
+            "planning: the query's frame (watermark, views, spark.sql)",
+            between(at("load_end"), at("frame_end")),
+            at("frame_end"),
+        ),
+        ("planning: writeStream.start() (query start)", between(at("start_start"), at("start_end")), at("start_end")),
+        ("query started → batch 0 triggered", between(at("start_end"), b0_start), b0_start),
+        ("(a) batch 0 planned (its offsets in the checkpoint)", between(b0_start, planned), planned),
+        (f"batch 0 runs ({b0_what})", between(planned, b0_end), b0_end),
+        ("→ batch 1 (no data: the watermark advanced)", between(b0_end, b1_start), b1_start),
+        ("batch 1 runs", between(b1_start, b1_end), b1_end),
+        (f"first rows written by the sink (in batch {'?' if in_batch is None else in_batch})", None, first_write),
+        ("(b) first row queryable in VictoriaMetrics", between(first_write, first_row), first_row),
+    ]
+    return Startup(phases, planned, first_row, peak[1], peak[0])
+
+
+def startup_table(s: Startup) -> Table:
+    def sec(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    table = Table(title="Dagger start-up (`dagger run`, surge query, fresh checkpoint)", title_justify="left")
+    table.add_column("phase")
+    table.add_column("duration (s)", justify="right")
+    table.add_column("at (s from process start)", justify="right")
+    for what, duration, end in s.phases:
+        table.add_row(what, sec(duration), sec(end))
+    table.add_row(
+        "peak RSS of the process group (CLI, JVM, streaming source runner)", "", f"{s.peak_group_rss_mb:,.0f} MB"
+    )
+    table.add_row(
+        f"peak RSS of the process tree (+ PySpark's daemons and workers; target ≤ {TARGET_PEAK_RSS_MB:.0f} MB)",
+        "",
+        f"{s.peak_rss_mb:,.0f} MB: {'met' if s.peak_rss_mb <= TARGET_PEAK_RSS_MB else 'NOT met'}",
+    )
+    row = s.first_row_s
+    table.add_row(
+        f"first row (target ≤ {TARGET_FIRST_ROW_S:.0f} s)",
+        "",
+        "none in 300 s" if row is None else f"{row:.1f} s: {'met' if row <= TARGET_FIRST_ROW_S else 'NOT met'}",
+    )
+    return table
+
+
 # -- main ------------------------------------------------------------------------------------------------------
 
 
@@ -363,32 +646,46 @@ def main(events: int, rate: int, latency_s: float) -> int:
 
             spec = spec_file(state, "surge", topic, kafka, vm, WINDOW_S, "60s", "1s")
             dagger = run_once(spec, events, vm, "bench.surge")
-            base, truth = run_baseline(kafka, topic, ends)
+            base, truth = run_baseline(kafka, topic, ends, "one-consumer")
+            rr, rr_truth = run_baseline(kafka, topic, ends, "per-partition")
             written = vm_totals(vm, measurement("surge"))
             exact = (written["rows"], written["bookings"], written["customers"]) == (
                 truth["rows"],
                 truth["bookings"],
                 truth["customers"],
             )
+            rr_exact = (rr_truth["rows"], rr_truth["bookings"], rr_truth["customers"], rr_truth["digest"]) == (
+                truth["rows"],
+                truth["bookings"],
+                truth["customers"],
+                truth["digest"],
+            )
             steady = (
                 f"{dagger.steady_rate:,.0f} events/s (batches after the first)"
                 if dagger.steady_rate
                 else "n/a (one batch of events: the rate below is end to end)"
             )
+            # Like for like: both rates once running (the baselines' clocks start at their first consume).
+            dagger_rate = dagger.steady_rate or dagger.rate
+            versus = "steady" if dagger.steady_rate else "end to end"
             rows.append(
                 (
                     "dagger run --once (local[2], S2Id 13 + DistinctCount, 60 s windows)",
                     f"steady {steady}; end to end "
                     f"{dagger.rate:,.0f} events/s ({dagger.seconds:.1f}s from process start to exit, JVM start "
-                    f"and first batch included); {dagger.detail}; peak RSS {dagger.peak_rss_mb:,.0f} MB",
+                    f"and first batch included); peak RSS of its process group {dagger.peak_rss_mb:,.0f} MB; "
+                    f"{dagger.detail}",
                 )
             )
-            rows.append(
-                (
-                    "baseline (1 process: consume + decode + same aggregation)",
-                    f"{base.rate:,.0f} events/s ({base.seconds:.1f}s); peak RSS {base.peak_rss_mb:,.0f} MB",
+            for variant, measured in (("one-consumer", base), ("per-partition", rr)):
+                rows.append(
+                    (
+                        BASELINES[variant],
+                        f"{measured.rate:,.0f} events/s ({measured.seconds:.1f}s); peak RSS "
+                        f"{measured.peak_rss_mb:,.0f} MB; ratio dagger ({versus}) / this baseline: "
+                        f"{dagger_rate / measured.rate:.2f}",
+                    )
                 )
-            )
             rows.append(
                 (
                     "TSDB == baseline",
@@ -397,11 +694,24 @@ def main(events: int, rate: int, latency_s: float) -> int:
                     f"(baseline {truth['rows']:,} / {truth['bookings']:,} / {truth['customers']:,})",
                 )
             )
+            rows.append(
+                (
+                    "bytewax-style baseline == baseline",
+                    f"{'exact' if rr_exact else 'MISMATCH'}: {rr_truth['rows']:,} rows, {rr_truth['bookings']:,} "
+                    f"bookings, {rr_truth['customers']:,} distinct customers, every window's digest "
+                    f"{rr_truth['digest']} (baseline {truth['rows']:,} / {truth['bookings']:,} / "
+                    f"{truth['customers']:,} / {truth['digest']})",
+                )
+            )
 
-            live_topic = f"bench-live-{int(time.time())}"
-            ensure_topics({"bootstrap.servers": kafka}, {live_topic: PARTITIONS})
-            live = spec_file(state, "surge-live", live_topic, kafka, vm, 10, "2s", "1s")
-            samples = latency(live, kafka, vm, live_topic, rate, latency_s)
+            boot = startup(state, kafka, vm)
+
+            samples: list[float] = []
+            if latency_s > 0:
+                live_topic = f"bench-live-{int(time.time())}"
+                ensure_topics({"bootstrap.servers": kafka}, {live_topic: PARTITIONS})
+                live = spec_file(state, "surge-live", live_topic, kafka, vm, 10, "2s", "1s")
+                samples = latency(live, kafka, vm, live_topic, rate, latency_s)
         finally:
             stack.down()
 
@@ -411,7 +721,9 @@ def main(events: int, rate: int, latency_s: float) -> int:
         (
             f"latency at {rate:,} events/s (10 s windows, 2 s watermark delay, 1 s trigger)",
             f"{len(samples)} windows; window end → row in VictoriaMetrics p50 {p50:.1f}s, p99 {p99:.1f}s, "
-            f"max {max(samples, default=float('nan')):.1f}s (2 s of it is the watermark delay)",
+            f"max {max(samples, default=float('nan')):.1f}s (2 s of it is the watermark delay)"
+            if latency_s > 0
+            else "skipped (--latency-seconds 0)",
         )
     )
     table = Table(title="Dagger throughput and latency", title_justify="left")
@@ -420,25 +732,33 @@ def main(events: int, rate: int, latency_s: float) -> int:
     for what, result in rows:
         table.add_row(what, result)
     console.print(table)
-    # Like for like: both rates once running (the baseline's clock starts at its first consume).
     console.print(f"end-to-end ratio (dagger incl. start-up / baseline): {dagger.rate / base.rate:.2f}")
-    rate = dagger.steady_rate or dagger.rate
+    console.print(startup_table(boot))
+
+    def num(v: float | None, digits: int = 1) -> str:
+        return "nan" if v is None else f"{v:.{digits}f}"
+
     print(
-        f"dagger_events_per_s={rate:.0f} baseline_events_per_s={base.rate:.0f} "
-        f"ratio={rate / base.rate:.2f} p99_latency_s={p99:.1f}"
+        f"dagger_events_per_s={dagger_rate:.0f} baseline_events_per_s={base.rate:.0f} "
+        f"ratio={dagger_rate / base.rate:.2f} p99_latency_s={p99:.1f} "
+        f"bytewax_baseline_events_per_s={rr.rate:.0f} bytewax_ratio={dagger_rate / rr.rate:.2f} "
+        f"startup_first_batch_s={num(boot.first_batch_s)} startup_first_row_s={num(boot.first_row_s)} "
+        f"peak_rss_mb={boot.peak_rss_mb:.0f} peak_rss_group_mb={boot.peak_group_rss_mb:.0f}"
     )
-    return 0 if exact else 1
+    return 0 if exact and rr_exact else 1
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--rate", type=int, default=20_000, help="events/s during the latency run")
-    parser.add_argument("--latency-seconds", type=float, default=150)
+    parser.add_argument("--latency-seconds", type=float, default=150, help="0: no latency run")
     parser.add_argument("--baseline", nargs=3, metavar=("KAFKA", "TOPIC", "ENDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-variant", choices=sorted(BASELINES), default="one-consumer", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline:
         kafka, topic, ends = args.baseline
-        print(json.dumps(baseline(kafka, topic, {int(k): v for k, v in json.loads(ends).items()})))
+        run = baseline_per_partition if args.baseline_variant == "per-partition" else baseline
+        print(json.dumps(run(kafka, topic, {int(k): v for k, v in json.loads(ends).items()})))
         sys.exit(0)
     sys.exit(main(args.events, args.rate, args.latency_seconds))
