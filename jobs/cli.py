@@ -1,11 +1,22 @@
-"""`dagger`: validate, preview and run daggers from their spec files."""
+"""`dagger`: validate, preview and run daggers from their spec files.
+
+Every expected failure ends in one message on stderr (what failed, why, what to do) and a non-zero exit: 2 for a bad
+spec, 1 for a failure at run time, 130 when interrupted. `--verbose` adds the full trace, Spark's warnings and the
+dagger's INFO logs; without it Spark's driver log (errors only) goes to a file the message names.
+"""
 
 from __future__ import annotations
 
 import logging
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -13,12 +24,26 @@ from rich.table import Table
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import SpecError, json_schema, load_spec
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 app = typer.Typer(help="Daggers: streaming SQL aggregations over Kafka.", no_args_is_help=True, add_completion=False)
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # no wrapping: a message stays whole for whoever greps it
+log = logging.getLogger("dagger")
+BROKER_TIMEOUT_S = 10.0  # a stream's brokers must answer this fast before Spark starts
+STARTED = time.time()
 
 SpecArg = Annotated[Path, typer.Argument(help="Dagger spec (YAML or JSON).", show_default=False)]
 StateOpt = Annotated[Path | None, typer.Option("--state-dir", help="Where checkpoints live (default: .local).")]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Show Spark's warnings, the dagger's INFO logs and a failure's full trace."),
+]
+
+
+class BrokerUnreachable(RuntimeError):
+    """A stream's Kafka brokers did not answer."""
 
 
 def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:
@@ -29,6 +54,122 @@ def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:
         for line in str(e).splitlines():
             err.print(f"  {line}", markup=False, highlight=False)
         raise typer.Exit(2) from None
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per HTTP request drowns the dagger's own
+    # py4j logs a line per Spark callback, and an exception raised in one (a sink's) with its whole traceback; pyspark
+    # logs a failed query's context as JSON. The error message reports them once; --verbose shows them all.
+    for chatty in ("py4j", "DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        logging.getLogger(chatty).setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
+def _spark_log(plan: DaggerPlan, command: str, verbose: bool) -> Path | None:
+    """Where Spark's driver log goes unless --verbose (then: the console, as Spark has it): one file per dagger and
+    command, rewritten by each run that logs an error (made only then)."""
+    if verbose:
+        return None
+    return Path(tempfile.gettempdir()) / f"dagger-{plan.spec.team}-{plan.spec.name}.{command}.spark.log"
+
+
+def _servers(plan: DaggerPlan) -> str:
+    return ", ".join(sorted({s.kafka.bootstrap_servers for s in plan.spec.streams}))
+
+
+def _reach_brokers(plan: DaggerPlan, verbose: bool) -> None:
+    """Fail fast, before Spark starts, when a stream's brokers do not answer: librdkafka would retry for ever in the
+    source, and topic creation waits 30 s. Reads metadata only (a preview writes nothing)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from jobs.kafka_source import kafka_config
+
+    checked: set[str] = set()
+    for stream in plan.spec.streams:
+        conf = kafka_config(stream, consumer=False)
+        servers = conf["bootstrap.servers"]
+        if servers in checked:
+            continue
+        checked.add(servers)
+        # librdkafka prints a line for each refused connection: only with --verbose, the message below says it all.
+        admin = AdminClient(conf if verbose else {**conf, "log_level": 0})
+        try:
+            admin.list_topics(timeout=BROKER_TIMEOUT_S)
+        except KafkaException as e:
+            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            raise BrokerUnreachable(
+                f"Kafka at {servers} (stream {stream.table}) did not answer within {BROKER_TIMEOUT_S:.0f} s: {reason}"
+            ) from None
+
+
+def _hint(kind: str, plan: DaggerPlan | None) -> str | None:
+    """What to do, for failures whose message does not say it (DataLossError and CheckpointError do)."""
+    servers = _servers(plan) if plan else "the streams' bootstrap servers"
+    return {
+        "SinkError": "Check the sink (`sink:` in the spec) and that it accepts writes; the next run writes the "
+        "failed batch again.",
+        "KafkaException": f"Check that Kafka runs at {servers} and is reachable from here, and the streams' `kafka:` "
+        "settings.",
+        "BrokerUnreachable": f"Check that Kafka runs at {servers} and is reachable from here, and "
+        "`streams[].kafka.bootstrap_servers` in the spec.",
+    }.get(kind)
+
+
+def _trace(exc: BaseException) -> str:
+    """The full trace with its causes, like Python's, but each exception's text taken without the JVM (Spark is
+    stopped by then, and str() of its exceptions calls into it)."""
+    from jobs.session import exception_text
+
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    parts = [
+        "Traceback (most recent call last):\n"
+        + "".join(traceback.format_tb(e.__traceback__))
+        + f"{type(e).__module__}.{type(e).__qualname__}: {exception_text(e)}\n"
+        for e in reversed(chain)
+    ]
+    return "\nThe above exception caused the following one:\n\n".join(parts)
+
+
+@contextmanager
+def _failures(plan: DaggerPlan | None, verbose: bool = False, spark_log: Path | None = None) -> Iterator[None]:
+    """The CLI's error boundary: any exception becomes one message on stderr and exit 1 (130 on Ctrl-C)."""
+    try:
+        yield
+    except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        raise
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except Exception as e:
+        from jobs.session import root_cause
+
+        if verbose:
+            err.print(_trace(e), markup=False, highlight=False)
+        cause = root_cause(e)
+        what = f"dagger {plan.spec.qualified_name}" if plan else "dagger"
+        err.print("[bold red]error:[/] ", end="")
+        err.print(f"{what} failed: {cause}", markup=False, highlight=False)
+        hint = _hint(cause.kind, plan)
+        if hint:
+            err.print(f"  {hint}", markup=False, highlight=False)
+        if not verbose:
+            more = "  Run it again with --verbose for the full details"
+            if spark_log is not None and spark_log.exists() and spark_log.stat().st_mtime >= STARTED:
+                more += f"; Spark's errors are in {spark_log}"  # this run's, not an earlier one's
+            err.print(f"{more}.", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _stop(spark: SparkSession) -> None:
+    try:
+        spark.stop()
+    except Exception as e:  # a signal to the process group stopped Spark's JVM already
+        log.info("Spark was already stopped: %s", type(e).__name__)
 
 
 def _table(rows: list[dict[str, Any]], title: str) -> Table:
@@ -43,20 +184,21 @@ def _table(rows: list[dict[str, Any]], title: str) -> Table:
 @app.command()
 def validate(spec: SpecArg) -> None:
     """Check a spec (fields, schemas, SQL) without starting Spark."""
-    plan = _plan(spec)
-    rows = [
-        {"table": s.table, "topics": ", ".join(st.topics), "proto": st.proto, "to Spark": ", ".join(s.columns)}
-        for s, st in zip(plan.streams, plan.spec.streams, strict=True)
-    ]
-    console.print(_table(rows, f"dagger {plan.spec.qualified_name}: streams"))
-    console.print(f"[bold]Spark SQL[/] ({plan.output_mode} mode):\n{plan.query.spark_sql}", highlight=False)
-    for pushed in (c for s in plan.streams for c in (*s.computed, *s.filters)):
-        console.print(f"[bold]evaluated in the Kafka reader[/]: {pushed.describe()}", highlight=False)
-    console.print(
-        f"[bold]sink[/] {plan.spec.sink.type}: keys {', '.join(plan.shape.key_columns) or '-'}; "
-        f"values {', '.join(plan.shape.value_columns) or '-'}; time {plan.shape.time_column or '-'}"
-    )
-    console.print("[green]valid[/]")
+    with _failures(None):
+        plan = _plan(spec)
+        rows = [
+            {"table": s.table, "topics": ", ".join(st.topics), "proto": st.proto, "to Spark": ", ".join(s.columns)}
+            for s, st in zip(plan.streams, plan.spec.streams, strict=True)
+        ]
+        console.print(_table(rows, f"dagger {plan.spec.qualified_name}: streams"))
+        console.print(f"[bold]Spark SQL[/] ({plan.output_mode} mode):\n{plan.query.spark_sql}", highlight=False)
+        for pushed in (c for s in plan.streams for c in (*s.computed, *s.filters)):
+            console.print(f"[bold]evaluated in the Kafka reader[/]: {pushed.describe()}", highlight=False)
+        console.print(
+            f"[bold]sink[/] {plan.spec.sink.type}: keys {', '.join(plan.shape.key_columns) or '-'}; "
+            f"values {', '.join(plan.shape.value_columns) or '-'}; time {plan.shape.time_column or '-'}"
+        )
+        console.print("[green]valid[/]")
 
 
 @app.command()
@@ -64,16 +206,25 @@ def preview(
     spec: SpecArg,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Rows to show.")] = 20,
     recent: Annotated[int, typer.Option("--recent", min=1, help="Latest events read per partition.")] = 10_000,
+    verbose: VerboseOpt = False,
 ) -> None:
-    """Run the query on the most recent events and print the result (nothing is written to the sink)."""
+    """Run the query on the most recent events and print the result. Read-only: nothing goes to the sink, to
+    dead-letter topics or to consumer groups, and no topic is created."""
     from jobs.engine import preview as run_preview
     from jobs.engine import session_for
 
+    _logging(verbose)
     plan = _plan(spec)
-    with console.status("starting Spark and reading recent events"):
-        spark = session_for(plan)
-        table = run_preview(plan, spark, limit, recent)
-    console.print(_table(table.to_pylist(), f"preview of {plan.spec.qualified_name} ({table.num_rows} rows)"))
+    spark_log = _spark_log(plan, "preview", verbose)
+    with _failures(plan, verbose, spark_log):
+        _reach_brokers(plan, verbose)
+        with console.status("starting Spark and reading recent events"):
+            spark = session_for(plan, log_file=spark_log)
+            try:
+                table = run_preview(plan, spark, limit, recent)
+            finally:
+                _stop(spark)
+        console.print(_table(table.to_pylist(), f"preview of {plan.spec.qualified_name} ({table.num_rows} rows)"))
 
 
 @app.command()
@@ -90,17 +241,16 @@ def run(
             "new batches as new).",
         ),
     ] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`."""
     from jobs.engine import run as run_dagger
     from jobs.engine import session_for
     from jobs.telemetry import event_rows, sentinel_rows
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for chatty in ("py4j", "httpx"):  # a line per Spark callback or HTTP request drowns the dagger's own
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    _logging(verbose)
     plan = _plan(spec, state_dir)
-    console.print(f"dagger {plan.spec.qualified_name} on {master}; checkpoint {plan.checkpoint}")
+    console.print(f"dagger {plan.spec.qualified_name} on {master}; checkpoint {plan.checkpoint}", soft_wrap=True)
 
     def on_progress(p: dict[str, Any]) -> None:
         wm = (p.get("eventTime") or {}).get("watermark", "-")
@@ -108,27 +258,27 @@ def run(
         console.print(
             f"batch {p['batchId']}: {what}, {p['durationMs'].get('triggerExecution', 0)} ms, watermark {wm}",
             highlight=False,
+            soft_wrap=True,  # one line per batch, whatever the terminal's width
         )
 
-    spark = session_for(plan, master)
-    try:
-        result = run_dagger(plan, spark, once=once, on_progress=on_progress, reset_checkpoint=reset_checkpoint)
-    except RuntimeError as e:
-        err.print(f"[bold red]error:[/] {e}")
-        raise typer.Exit(1) from None
-    finally:
+    spark_log = _spark_log(plan, "run", verbose)
+    with _failures(plan, verbose, spark_log):
+        _reach_brokers(plan, verbose)
+        spark = session_for(plan, master, log_file=spark_log)
         try:
-            spark.stop()
-        except Exception as e:  # a signal to the process group stopped Spark's JVM already
-            logging.getLogger("dagger").warning("Spark was already stopped: %s", type(e).__name__)
+            result = run_dagger(plan, spark, once=once, on_progress=on_progress, reset_checkpoint=reset_checkpoint)
+        finally:
+            _stop(spark)
     summary = (
         f"{result.input_rows} events in {result.batches} batch(es), "
         f"{result.rows_written} row(s) written to {plan.spec.sink.type}"
     )
     if result.stopped:
-        console.print(f"[yellow]stopped[/] by signal after {summary}; a restart continues from {plan.checkpoint}")
+        console.print(
+            f"[yellow]stopped[/] by signal after {summary}; a restart continues from {plan.checkpoint}", soft_wrap=True
+        )
     else:
-        console.print(f"[green]done[/]: {summary}")
+        console.print(f"[green]done[/]: {summary}", soft_wrap=True)
 
 
 @app.command()

@@ -29,7 +29,7 @@ from jobs.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, Sourc
 from jobs.offsets import plan_batch
 from jobs.plan import DaggerPlan
 from jobs.protobuf import EVENTS, ROWTIME, SENTINEL
-from jobs.session import ship_engine, spark_session
+from jobs.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
 from jobs.sinks import open_sink
 from jobs.telemetry import OBSERVED, Telemetry, event_rows, late_events, sentinel_rows
 from jobs.topics import ensure_topics
@@ -55,9 +55,12 @@ class RunResult:
     stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
 
 
-def session_for(plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
+def session_for(
+    plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None, log_file: Path | None = None
+) -> SparkSession:
+    """`log_file`: Spark's driver log goes there, errors only, rather than to the console (jobs/session.py)."""
     spec = plan.spec
-    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf)
+    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf, log_file)
     if not master.startswith("local"):
         ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
     return spark
@@ -184,14 +187,19 @@ def run(
                         telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p)
-            if not stop["requested"] and q.exception():
-                raise RuntimeError(f"dagger {spec.qualified_name} failed: {q.exception()}")
-        except Exception:
+            if stop["requested"] and q.isActive:
+                q.stop()  # the batch under way is cancelled (replayed on restart), unless it failed on its own
+            failure = q.exception()
+            if failure is not None:
+                raise failure
+        except Exception as e:
             # A signal sent to the whole process group also reaches Spark's JVM and Python workers, which may fail
-            # the query or drop the connection: that is the stop asked for. The unfinished batch is replayed on
-            # restart, and sinks are idempotent per batch.
-            if not stop["requested"]:
-                raise
+            # the query or drop the connection: that is the stop asked for, and sinks are idempotent per batch. A
+            # failure of the dagger's own (a sink's, a reader's) is reported even then (broken_by_signal).
+            if stop["requested"] and broken_by_signal(e):
+                log.info("stopped by signal; the query ended with %s", root_cause(e).kind)
+            else:
+                raise SparkFailure(f"dagger {spec.qualified_name}", root_cause(e)) from e
         finally:
             result.stopped = stop["requested"]
             with contextlib.suppress(Exception if result.stopped else ()):

@@ -89,9 +89,21 @@ def _decoder(
     return Decoder(find_message(proto, schemas), timestamp_field, columns, computed, filters)
 
 
-def kafka_config(stream: StreamSpec, **extra: Any) -> dict[str, Any]:
-    # A short fetch wait: we always know how much is due, and brokers (Tansu) hold a fetch for the whole wait.
-    conf: dict[str, Any] = {"bootstrap.servers": stream.kafka.bootstrap_servers, "fetch.wait.max.ms": 10}
+# A short fetch wait: we always know how much is due, and brokers (Tansu) hold a fetch for the whole wait.
+CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
+
+
+def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: Any) -> dict[str, Any]:
+    """librdkafka settings for a client of the stream's cluster. Consumer-only settings go to consumers only: a
+    producer or admin client given one logs a CONFWARN line each time it starts. `consumer` says which client this
+    is; by default, one given a `group.id` (every consumer has one, other clients none)."""
+    if consumer is None:
+        consumer = "group.id" in extra
+    # librdkafka's warnings and errors only: its info lines (e.g. an admin client purging its queue as it closes)
+    # would land among the dagger's own; `kafka.config` may set `log_level` (and `debug`) for more.
+    conf: dict[str, Any] = {"bootstrap.servers": stream.kafka.bootstrap_servers, "log_level": 4}
+    if consumer:
+        conf |= CONSUMER_DEFAULTS
     conf |= {**stream.kafka.config, **extra}
     if stream.kafka.password_env:
         conf["sasl.password"] = os.environ.get(stream.kafka.password_env, "")
@@ -290,13 +302,19 @@ class KafkaTailReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
-        yield from read_range(self.opts.stream, self.opts.decoder(), partition)
+        # A preview is read-only: undecodable events are skipped, not sent to the dead-letter topic.
+        yield from read_range(self.opts.stream, self.opts.decoder(), partition, dead_letters=False)
 
 
-def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> Iterator[pa.RecordBatch]:
+def read_range(
+    stream: StreamSpec, decoder: Decoder, part: RangePartition, dead_letters: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """The events of `part`, decoded. `dead_letters`: undecodable events go to the stream's dead-letter topic (the
+    streaming reader); False only skips them (the preview, which must write nothing)."""
     consumer = Consumer(
         kafka_config(
             stream,
+            consumer=True,
             **{
                 "group.id": f"dagger-reader-{part.topic}",
                 "enable.auto.commit": False,
@@ -307,7 +325,7 @@ def read_range(stream: StreamSpec, decoder: Decoder, part: RangePartition) -> It
             },
         )
     )
-    dlq = DeadLetters(stream)
+    dlq = DeadLetters(stream, write=dead_letters)
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pending: list[Any] = []
@@ -360,17 +378,24 @@ def _decode(decoder: Decoder, msgs: list[Any], dlq: DeadLetters) -> list[pa.Reco
 
 
 class DeadLetters:
-    """Undecodable events → `<topic>.dlq`, keyed `topic/partition/offset` (a replay re-sends the same keys)."""
+    """Undecodable events, counted, and with `write` sent to `<topic>.dlq`, keyed `topic/partition/offset` (a replay
+    re-sends the same keys)."""
 
-    def __init__(self, stream: StreamSpec) -> None:
+    def __init__(self, stream: StreamSpec, write: bool = True) -> None:
         self.stream = stream
         self.topic = stream.dead_letter_topic
+        self.write = write
         self._producer: Producer | None = None
         self.count = 0
 
     def send(self, msg: Any, reason: str) -> None:
+        self.count += 1
+        if not self.write:
+            return
         if self._producer is None:
-            self._producer = Producer(kafka_config(self.stream, **{"enable.idempotence": True, "linger.ms": 50}))
+            self._producer = Producer(
+                kafka_config(self.stream, consumer=False, **{"enable.idempotence": True, "linger.ms": 50})
+            )
         key = f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
         headers = {
             "dagger.error": reason.encode(),
@@ -380,7 +405,6 @@ class DeadLetters:
         }
         self._producer.produce(self.topic, msg.value(), key=key.encode(), headers=headers)
         self._producer.poll(0)
-        self.count += 1
 
     def flush(self) -> None:
         if self._producer is not None:

@@ -1,0 +1,264 @@
+"""The `dagger` CLI's error boundary and console output: expected failures end in one message and exit 1, never a
+traceback; a stop signal hides no failure of the dagger's own; a preview writes nothing; a run is quiet."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from py4j.protocol import Py4JNetworkError
+from pyspark.sql import SparkSession
+
+from jobs.engine import preview
+from jobs.generator import booking_logs, produce
+from jobs.offsets import DataLossError
+from jobs.plan import plan_dagger
+from jobs.session import broken_by_signal, root_cause
+from jobs.sinks import SinkError
+from jobs.spec import parse_spec
+from odin.paths import BIN_DIR
+from tests.conftest import Services, consume_all
+from tests.test_dagger import START, new_topic, spec_file, surge_counts, surge_rows, surge_spec, surge_truth
+
+BAD_EVENT = b"\xff\xff\xff\xff not a protobuf"
+
+
+def dagger(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN_DIR / "dagger"), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def with_malformed(events: list[Any], every: int = 100) -> tuple[list[bytes], int]:
+    """The events' payloads with an undecodable one after every `every`-th, and how many of those."""
+    payloads: list[bytes] = []
+    bad = 0
+    for i, e in enumerate(events):
+        if i % every == every // 2:
+            payloads.append(BAD_EVENT)
+            bad += 1
+        payloads.append(e.SerializeToString())
+    return payloads, bad
+
+
+def test_an_unreachable_broker_fails_fast_with_one_message(tmp_path: Path) -> None:
+    """Nothing listens on the port: both commands say which brokers did not answer, within seconds, before Spark
+    starts (librdkafka would retry for ever, topic creation waits 30 s)."""
+    bootstrap = f"127.0.0.1:{free_port()}"
+    spec = surge_spec(SimpleNamespace(kafka_bootstrap=bootstrap), "t-unreachable", {"type": "log"})  # type: ignore[arg-type]
+    path = spec_file(spec, tmp_path)
+    for command in (["run", "--once"], ["preview"]):
+        began = time.monotonic()
+        r = dagger(*command, str(path), timeout=180)
+        took = time.monotonic() - began
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, (command, out[-3000:])
+        assert "Traceback" not in out, out[-3000:]
+        assert r.stderr.count("error:") == 1 and f"Kafka at {bootstrap}" in r.stderr, r.stderr
+        assert "did not answer" in r.stderr and "bootstrap_servers" in r.stderr, r.stderr
+        assert took < 45, (command, took)  # a 10 s metadata timeout, plus the interpreter's start on a busy machine
+
+
+def test_a_sink_refusing_writes_fails_with_its_message_even_when_stopped(services: Services, tmp_path: Path) -> None:
+    """A postgres sink whose database does not exist. SIGTERM arrives while the sink retries (to the dagger's own
+    process, as `kill PID` does: Spark's JVM keeps running and reports the batch's fate): the run still fails with
+    the sink's message, rather than exiting 0 as stopped."""
+    topic = new_topic(services, partitions=1)
+    # 80 s of events per batch: batch 1's watermark (70 s) closes the first window, whose write fails.
+    produce(services.kafka_bootstrap, topic, booking_logs(8_000, seed=70, start=START, rate=50), partitions=1)
+    database = f"no_such_db_{uuid.uuid4().hex[:6]}"
+    dsn = services.postgres_dsn.rsplit("/", 1)[0] + f"/{database}"
+    spec = surge_spec(services, topic, {"type": "postgres", "dsn": dsn, "table": "surge"})
+    spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
+    log = tmp_path / "run.out"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(BIN_DIR / "dagger"), "run", str(spec_file(spec, tmp_path))],
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and proc.poll() is None and "attempt 1 failed" not in log.read_text():
+            time.sleep(0.2)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        os.kill(proc.pid, signal.SIGTERM)  # the sink retries for 7.5 s more, then gives up
+        code = proc.wait(120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    text = log.read_text()
+    assert code == 1 and "stopped by signal" not in text, text[-3000:]
+    assert "Traceback" not in text and "JVM stacktrace" not in text, text[-3000:]
+    errors = [line for line in text.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, text[-3000:]
+    assert "failed: SinkError: postgres sink of" in errors[0] and f'database "{database}" does not exist' in errors[0]
+    assert "Check the sink" in text
+
+
+def test_preview_writes_no_dead_letters(services: Services, spark: SparkSession) -> None:
+    topic = new_topic(services, partitions=1)
+    events = list(booking_logs(2_000, seed=71, start=START, rate=100))
+    payloads, bad = with_malformed(events)
+    produce(services.kafka_bootstrap, topic, iter(payloads), partitions=1)
+    plan = plan_dagger(parse_spec(surge_spec(services, topic, {"type": "log"})))
+    table = preview(plan, spark, limit=100_000, recent=len(payloads))
+    assert bad and surge_counts(table.to_pylist()) == surge_truth(events)  # undecodable events skipped
+    dlq = f"{topic}.dlq"
+    meta = AdminClient({"bootstrap.servers": services.kafka_bootstrap}).list_topics(timeout=10)
+    assert dlq not in meta.topics or consume_all(services.kafka_bootstrap, dlq) == []
+
+
+def test_run_once_is_quiet_and_still_writes_dead_letters(services: Services, tmp_path: Path) -> None:
+    """No Spark WARN lines, progress bars or librdkafka CONFWARN lines (consumer settings given to the dead-letter
+    producer and the admin client); the dagger's progress lines and summary stay."""
+    topic = new_topic(services, partitions=1)
+    events = list(booking_logs(1_000, seed=72, start=START, rate=100))
+    payloads, bad = with_malformed(events)
+    produce(services.kafka_bootstrap, topic, iter(payloads), partitions=1)
+    out_file = tmp_path / "surge.jsonl"
+    r = dagger(
+        "run", "--once", str(spec_file(surge_spec(services, topic, {"type": "log", "path": str(out_file)}), tmp_path))
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    assert " WARN " not in out and "CONFWARN" not in out and "[Stage " not in out, out[-3000:]
+    assert "Setting default log level" not in out, out[-3000:]
+    assert "batch 0: " in r.stdout and f"done: {len(events)} events" in r.stdout, r.stdout
+    assert surge_rows(out_file) == surge_truth(events)
+    assert len(consume_all(services.kafka_bootstrap, f"{topic}.dlq")) == bad  # the streaming reader writes them
+
+
+class Captured(Exception):
+    """Stands for pyspark's captured JVM exceptions (StreamingQueryException...): a message and the Java stack."""
+
+    def __init__(self, desc: str, stack: str = "") -> None:
+        super().__init__(desc)
+        self._desc, self._stackTrace = desc, stack
+
+
+SINK_FAILED = """[STREAM_FAILED] Query [id = f0150605, runId = a059ff9f] terminated with exception: \
+[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch sink. Reason: \
+An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/work/main/jobs/sinks/postgres.py", line 95, in _connect
+    self._conn = psycopg.connect(self._conninfo, connect_timeout=10, autocommit=True)
+                 ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+psycopg.OperationalError: connection failed: FATAL:  database "nope" does not exist
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/work/main/.venv/lib/python3.11/site-packages/py4j/clientserver.py", line 644, in _call_proxy
+    return_value = getattr(self.pool[obj_id], method)(*params)
+  File "/work/main/jobs/sinks/base.py", line 177, in write
+    raise SinkError(
+jobs.sinks.base.SinkError: postgres sink of tests.d: batch 1026 failed after 5 attempt(s): OperationalError: \
+connection failed: FATAL:  database "nope" does not exist
+ SQLSTATE: 39000 SQLSTATE: XXKST
+=== Streaming Query ===
+Identifier: tests.d_cd853b3c [id = f0150605, runId = a059ff9f]"""
+
+DATA_LOSS = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: \
+[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source perform latestOffset: \
+Traceback (most recent call last):
+  File "/work/main/jobs/kafka_source.py", line 228, in latestOffset
+    end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
+jobs.offsets.DataLossError: events may have been lost: the checkpoint does not match the broker
+  t-1[0]: the checkpoint resumes at offset 2000, the broker holds [0, 500) (beyond its end)
+If this is expected, start over with `dagger run --reset-checkpoint`.
+ SQLSTATE: 38000"""
+
+READER_FAILED = """Job aborted due to stage failure: Task 0 in stage 1.0 failed 1 times, most recent failure: \
+Lost task 0.0 in stage 1.0 (TID 1) (127.0.0.1 executor driver): org.apache.spark.api.python.PythonException: \
+Traceback (most recent call last):
+  File "/work/main/jobs/kafka_source.py", line 330, in read_range
+    raise KafkaException(
+cimpl.KafkaException: KafkaError{code=_TRANSPORT,val=-195,str="t-1[0]: broker down"}
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:600)"""
+
+STOPPED_CONTEXT = """An error occurred while calling o222.stop.
+: java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.
+This stopped SparkContext was created at:
+\tat org.apache.spark.SparkContext.assertNotStopped(SparkContext.scala:128)"""
+
+WORKER_KILLED = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to stage \
+failure: Task 1 in stage 4.0 failed 1 times: org.apache.spark.SparkException: Python worker exited unexpectedly \
+(crashed)
+\tat org.apache.spark.api.python.BasePythonRunner.read(PythonRunner.scala:700)
+Caused by: java.io.EOFException
+\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:398)"""
+
+STOPPED = "Cannot call methods on a stopped SparkContext."
+CALLBACK_LOST_JVM = f"""[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: \
+[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch sink. Reason: \
+An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/work/main/jobs/engine.py", line 141, in write_batch
+    table: pa.Table = df.toArrow()
+pyspark.errors.exceptions.captured.IllegalStateException: {STOPPED}
+ SQLSTATE: 39000"""
+
+DISK_FULL = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to stage \
+failure: Task 0 in stage 7.0 failed 1 times
+\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2900)
+Caused by: java.io.IOException: No space left on device
+\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)"""
+
+
+def test_root_causes_are_found_in_sparks_exceptions() -> None:
+    sink = root_cause(Captured(SINK_FAILED))
+    assert (sink.kind, sink.python) == ("SinkError", True)
+    assert sink.message.endswith(
+        'failed after 5 attempt(s): OperationalError: connection failed: FATAL:  database "nope" does not exist'
+    )
+    loss = root_cause(Captured(DATA_LOSS))
+    assert loss.kind == "DataLossError" and loss.message.splitlines() == [
+        "events may have been lost: the checkpoint does not match the broker",
+        "  t-1[0]: the checkpoint resumes at offset 2000, the broker holds [0, 500) (beyond its end)",
+        "If this is expected, start over with `dagger run --reset-checkpoint`.",
+    ]
+    reader = root_cause(Captured(READER_FAILED))
+    assert (reader.kind, reader.message) == ("KafkaException", "t-1[0]: broker down")
+    disk = root_cause(Captured(DISK_FULL))
+    assert (disk.kind, disk.message, disk.python) == ("IOException", "No space left on device", False)
+    direct = root_cause(SinkError("kafka sink: sink.password_env names DAGGER_X, which is not set"))
+    assert str(direct) == "SinkError: kafka sink: sink.password_env names DAGGER_X, which is not set"
+
+
+def test_a_stop_signal_hides_no_failure_of_the_daggers_own() -> None:
+    """What the signal does to Spark's JVM and workers is a clean stop; what our code raised is a failure, even then."""
+    by_signal = [
+        Py4JNetworkError("Answer from Java side is empty"),
+        ConnectionRefusedError(111, "Connection refused"),
+        Captured(STOPPED_CONTEXT),
+        Captured(WORKER_KILLED),
+        Captured("[STREAM_FAILED] ... terminated with exception: Job 12 cancelled because SparkContext was shut down"),
+        Captured(CALLBACK_LOST_JVM),  # our foreachBatch function's call into Spark, as the JVM went down
+    ]
+    ours = [
+        Captured(SINK_FAILED),
+        Captured(DATA_LOSS),
+        Captured(READER_FAILED),
+        Captured(DISK_FULL),  # a failure of Spark's that no signal explains
+        SinkError("postgres sink of tests.d: batch 3 failed after 5 attempt(s)"),
+        DataLossError("events may have been lost"),
+        Captured(CALLBACK_LOST_JVM.replace(STOPPED, "[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found.")),
+    ]
+    assert [broken_by_signal(e) for e in by_signal] == [True] * len(by_signal)
+    assert [broken_by_signal(e) for e in ours] == [False] * len(ours)
