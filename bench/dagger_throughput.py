@@ -417,13 +417,19 @@ def latency(spec: Path, kafka: str, vm: str, topic: str, rate: int, seconds: flo
             raise SystemExit(f"the dagger exited during the latency run ({proc.returncode})")
     finally:
         stop.set()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc)
     return samples
+
+
+def stop_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM to the dagger's process group (a clean stop), SIGKILL if it has not ended within a minute."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 # -- start-up --------------------------------------------------------------------------------------------------
@@ -528,13 +534,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
         finally:
             done.set()
             sampler.join(5)
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(10)
+            stop_group(proc)
 
     events, sink_writes, progress = _timeline(timeline_path)
     loads = sum(b - a for a, b in zip(events.get("load_start", []), events.get("load_end", []), strict=False))
