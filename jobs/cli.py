@@ -140,8 +140,8 @@ def _failures(plan: DaggerPlan | None, verbose: bool = False, spark_log: Path | 
     """The CLI's error boundary: any exception becomes one message on stderr and exit 1 (130 on Ctrl-C)."""
     try:
         yield
-    except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-        raise
+    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        raise  # typer's Exit is no click exception: a bad spec's exit 2 must pass through
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
