@@ -31,7 +31,7 @@ from jobs.plan import DaggerPlan
 from jobs.protobuf import EVENTS, ROWTIME, SENTINEL
 from jobs.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
 from jobs.sinks import open_sink
-from jobs.telemetry import OBSERVED, Telemetry, event_rows, late_events, sentinel_rows
+from jobs.telemetry import OBSERVED, Telemetry, event_rows, late_events
 from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
@@ -50,7 +50,6 @@ class RunResult:
     rows_written: int = 0
     input_rows: int = 0
     late_events: int = 0  # dropped by Spark as behind the watermark
-    max_event_time: datetime | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
 
@@ -95,11 +94,6 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
         df = df.drop(SENTINEL, EVENTS)
         df.createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql)
-
-
-def _event_time_max(progress: dict[str, Any]) -> datetime | None:
-    value = (progress.get("eventTime") or {}).get("max")
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
 def check_resumable(plan: DaggerPlan) -> None:
@@ -229,10 +223,6 @@ def _account(result: RunResult, progress: dict[str, Any]) -> None:
     result.progress.append(progress)
     result.input_rows += event_rows(progress)
     result.late_events += late_events(progress)
-    if not sentinel_rows(progress):  # the sentinel's time is no event's
-        t = _event_time_max(progress)
-        if t and (result.max_event_time is None or t > result.max_event_time):
-            result.max_event_time = t
 
 
 def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:

@@ -130,9 +130,6 @@ class SourceOffset:
             d["gaps"] = [g.to_json() for g in sorted(self.gaps, key=lambda g: g.partition)]
         return d
 
-    def dumps(self) -> str:
-        return json.dumps(self.to_json())
-
     @classmethod
     def from_json(cls, raw: Mapping[str, Any] | str | None) -> SourceOffset:
         d: Mapping[str, Any] = (json.loads(raw) if isinstance(raw, str) else raw) or {}
