@@ -28,10 +28,10 @@ from jobs import checkpoint
 from jobs.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config
 from jobs.offsets import plan_batch
 from jobs.plan import DaggerPlan
-from jobs.protobuf import EVENTS, ROWTIME, SENTINEL
+from jobs.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
 from jobs.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
 from jobs.sinks import open_sink
-from jobs.telemetry import OBSERVED, Telemetry, event_rows, late_events
+from jobs.telemetry import OBSERVED, Telemetry, dropped_by_watermark, event_rows, late_events
 from jobs.topics import ensure_topics
 from jobs.udfs import register_udfs
 
@@ -49,7 +49,9 @@ class RunResult:
     batches: int = 0
     rows_written: int = 0
     input_rows: int = 0
-    late_events: int = 0  # dropped by Spark as behind the watermark
+    late_events: int = 0  # behind the watermark: sent to the dead-letter topic
+    dropped_by_watermark: int = 0  # late rows Spark dropped (groups, after a partial aggregation): windows the reader
+    # cannot tell (jobs/plan.py late_rule), and hopping windows partly closed
     progress: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
 
@@ -74,7 +76,12 @@ def _prepare(spark: SparkSession) -> None:
 def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
     micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
     sp = plan.streams[i]
-    return SourceOptions(plan.spec.streams[i], sp.columns, plan.schemas, micros, sp.computed, sp.filters)
+    clock_dir = str((plan.checkpoint / "event_time" / str(i)).absolute())
+    delay_us = int(plan.spec.watermark_delay.total_seconds() * 1_000_000)
+    stream = plan.spec.streams[i]
+    return SourceOptions(
+        stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule
+    )
 
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
@@ -83,15 +90,20 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, flush_at)
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
-        # The sentinel must reach the watermark before it is dropped, whatever the user's WHERE says. Spark pushes
-        # filters below the watermark unless they read the event-time column, and pushes or merges filters through
-        # deterministic ones: so this filter reads `rowtime`, and its leading
-        # nondeterministic term (spark_partition_id) makes it a barrier.
-        df = df.withWatermark(ROWTIME, f"{delay_ms} milliseconds")
+        # Spark's watermark is the source's own (the minimum over partitions, jobs/event_time.py), carried by one
+        # sentinel row per move; `rowtime` is marked as the event-time column below, so windows close by it.
+        df = df.withWatermark(WATERMARK, "0 seconds")
         # Events, counted before anything drops rows: a row is one, a sentinel row the events it stands for.
-        df = df.observe(f"{OBSERVED}{i}", F.sum(F.coalesce(F.col(EVENTS), F.lit(1))).alias("events"))
+        events = F.sum(F.coalesce(F.col(EVENTS), F.lit(1))).alias("events")
+        df = df.observe(f"{OBSERVED}{i}", events, F.sum(F.col(LATE)).alias("late"))
+        # Sentinel rows must reach the watermark before they are dropped, whatever the user's WHERE says. Spark pushes
+        # filters below the watermark unless they read the event-time column, and pushes or merges filters through
+        # deterministic ones: the leading nondeterministic term (spark_partition_id) makes this filter a barrier.
         df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)")
-        df = df.drop(SENTINEL, EVENTS)
+        df = df.drop(*INTERNAL)
+        # What withWatermark(rowtime) would do, without Spark computing a watermark of its own from it.
+        event_time = df[ROWTIME].alias(ROWTIME, metadata={"spark.watermarkDelayMs": delay_ms})
+        df = df.select(*[event_time if c == ROWTIME else df[c] for c in df.columns])
         df.createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql)
 
@@ -223,6 +235,7 @@ def _account(result: RunResult, progress: dict[str, Any]) -> None:
     result.progress.append(progress)
     result.input_rows += event_rows(progress)
     result.late_events += late_events(progress)
+    result.dropped_by_watermark += dropped_by_watermark(progress)
 
 
 def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:
@@ -231,5 +244,5 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, None)
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
-        df.where(f"{SENTINEL} IS NULL").drop(SENTINEL, EVENTS).createOrReplaceTempView(sp.table)
+        df.where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()

@@ -5,9 +5,10 @@ planned on the driver and read in tasks with assign/seek (never a group subscrip
 crash reads exactly the same events. Offsets live in Spark's checkpoint; optionally they are also committed to a
 consumer group for lag tools. Undecodable events go to a dead-letter topic with where they came from and why.
 
-Offsets and the planning of each batch's ranges are in jobs/offsets.py. A checkpoint that resumes where the
-broker has no data (a recreated topic, another cluster, retention) fails the query unless the stream allows data
-loss (`kafka.fail_on_data_loss: false`), like Spark's own Kafka source.
+Offsets and the planning of each batch's ranges are in jobs/offsets.py. Event time is kept per partition and the
+stream's watermark is their minimum (jobs/event_time.py): events it makes late go to the dead-letter topic.
+A checkpoint that resumes where the broker has no data (a recreated topic, another cluster, retention) fails the
+query unless the stream allows data loss (`kafka.fail_on_data_loss: false`), like Spark's own Kafka source.
 """
 
 from __future__ import annotations
@@ -16,19 +17,23 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
+from datetime import UTC, datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from jobs.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+from jobs.event_time import EventTimeLog, WindowRule, advance
+from jobs.offsets import Clock, DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
 from jobs.predicates import Predicate
-from jobs.protobuf import Computed, Decoder, find_message
+from jobs.protobuf import ROWTIME, Computed, Decoder, find_message
 from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
@@ -49,6 +54,9 @@ class SourceOptions:
     flush_at_micros: int | None = None  # `--once` end of input: sentinel row time
     computed: tuple[Computed, ...] = ()  # UDF calls evaluated in the reader (jobs/sql/pushdown.py)
     filters: tuple[Predicate, ...] = ()  # WHERE conditions evaluated in the reader (jobs/predicates.py)
+    clock_dir: str | None = None  # where read tasks record each range's latest event time (jobs/event_time.py)
+    delay_us: int = 0  # the dagger's watermark delay
+    late_rule: WindowRule | None = None  # tells the events the watermark makes late; None: Spark drops them
 
     def to_option(self) -> str:
         return json.dumps(
@@ -59,6 +67,9 @@ class SourceOptions:
                 "flush_at_micros": self.flush_at_micros,
                 "computed": [[c.name, c.function, c.args] for c in self.computed],
                 "filters": [[f.column, f.op, f.values] for f in self.filters],
+                "clock_dir": self.clock_dir,
+                "delay_us": self.delay_us,
+                "late_rule": None if self.late_rule is None else astuple(self.late_rule),
             }
         )
 
@@ -68,7 +79,9 @@ class SourceOptions:
         computed = tuple(Computed(n, f, tuple((k, v) for k, v in args)) for n, f, args in d["computed"])
         filters = tuple(Predicate(c, op, tuple(values)) for c, op, values in d["filters"])
         stream = StreamSpec.model_validate(d["stream"])
-        return cls(stream, d["columns"], d["schemas"], d["flush_at_micros"], computed, filters)
+        rule = None if d["late_rule"] is None else WindowRule(*d["late_rule"])
+        flush_at = d["flush_at_micros"]
+        return cls(stream, d["columns"], d["schemas"], flush_at, computed, filters, d["clock_dir"], d["delay_us"], rule)
 
     def decoder(self) -> Decoder:
         columns = None if self.columns is None else tuple(self.columns)
@@ -116,16 +129,20 @@ class RangePartition(InputPartition):
     partition: int
     start: int
     end: int
+    late_before: int  # the stream's watermark in this batch (µs): events whose windows all end by then are late
 
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__((topic, partition, start, end))
+    def __init__(self, topic: str, partition: int, start: int, end: int, late_before: int = 0) -> None:
+        super().__init__((topic, partition, start, end, late_before))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.late_before = late_before
 
 
 class SentinelPartition(InputPartition):
-    def __init__(self, rowtime_micros: int) -> None:
-        super().__init__(rowtime_micros)
-        self.rowtime_micros = rowtime_micros
+    """One row that reads no event: the end of input (`--once`), or the stream's watermark where it moved."""
+
+    def __init__(self, rowtime_micros: int, watermark: int) -> None:
+        super().__init__((rowtime_micros, watermark))
+        self.rowtime_micros, self.watermark = rowtime_micros, watermark
 
 
 class KafkaProtoSource(DataSource):
@@ -237,21 +254,41 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if flush_at is not None:  # `--once` closing every window (on a copy of the checkpoint): one sentinel, no events
             if begin.new or begin.flush >= flush_at:
                 return start
-            return SourceOffset(begin.positions, flush=flush_at).to_json()
+            closing = max(begin.watermark, flush_at)
+            return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
         extents, unavailable = self._available_now or self.extents()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
-        if end.positions == begin.positions and not end.gaps:
-            return start  # nothing to read: no batch
-        return replace(end, flush=begin.flush, initial=begin.positions if begin.new else None).to_json()
+        clocks, watermark = self._event_time(begin, end)
+        if end.positions == begin.positions and not end.gaps and watermark == begin.watermark:
+            return start  # nothing to read, and the watermark stays: no batch
+        initial = begin.positions if begin.new else None
+        return replace(end, flush=begin.flush, initial=initial, clocks=clocks, watermark=watermark).to_json()
+
+    def _event_time(self, begin: SourceOffset, end: SourceOffset) -> tuple[dict[Partition, Clock], int]:
+        """Each partition's clock and the stream's watermark once the batch from `begin` to `end` is read."""
+        if self.opts.clock_dir is None:
+            return begin.clocks, begin.watermark
+        log = EventTimeLog(Path(self.opts.clock_dir))
+        for p, clock in begin.clocks.items():  # what `begin` folded in is in the offset log now
+            log.prune(p, clock.through)
+        starts = {p: end.begins.get(p, begin.positions.get(p, stop)) for p, stop in end.positions.items()}
+        idle_s = self.stream.idle_timeout.total_seconds()
+        return advance(
+            begin.clocks, starts, end.positions, log.recorded, begin.watermark, time.time(), self.opts.delay_us, idle_s
+        )
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = SourceOffset.from_json(start), SourceOffset.from_json(end)
         parts: list[InputPartition] = [
-            RangePartition(p.topic, p.partition, begin, stop) for p, (begin, stop) in batch_ranges(first, last).items()
+            RangePartition(p.topic, p.partition, begin, stop, first.watermark)
+            for p, (begin, stop) in batch_ranges(first, last).items()
         ]
-        if last.flush > first.flush:  # from the offsets, so a replayed batch is the same
-            parts.append(SentinelPartition(last.flush))
+        # From the offsets, so a replayed batch is the same.
+        if last.flush > first.flush:
+            parts.append(SentinelPartition(last.flush, last.watermark))
+        elif last.watermark > first.watermark:
+            parts.append(SentinelPartition(last.watermark, last.watermark))
         return parts
 
     def commit(self, end: dict) -> None:
@@ -278,10 +315,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         decoder = self.opts.decoder()
         if isinstance(partition, SentinelPartition):
-            yield decoder.sentinel(partition.rowtime_micros)
+            yield decoder.sentinel(partition.rowtime_micros, watermark=partition.watermark)
             return
         assert isinstance(partition, RangePartition)
-        yield from read_range(self.stream, decoder, partition)
+        log = None if self.opts.clock_dir is None else EventTimeLog(Path(self.opts.clock_dir))
+        yield from read_range(self.stream, decoder, partition, late_rule=self.opts.late_rule, log=log)
 
 
 class KafkaTailReader(DataSourceReader):
@@ -307,10 +345,16 @@ class KafkaTailReader(DataSourceReader):
 
 
 def read_range(
-    stream: StreamSpec, decoder: Decoder, part: RangePartition, dead_letters: bool = True
+    stream: StreamSpec,
+    decoder: Decoder,
+    part: RangePartition,
+    dead_letters: bool = True,
+    late_rule: WindowRule | None = None,
+    log: EventTimeLog | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The events of `part`, decoded. `dead_letters`: undecodable events go to the stream's dead-letter topic (the
-    streaming reader); False only skips them (the preview, which must write nothing)."""
+    streaming reader); False only skips them (the preview, which must write nothing). With `late_rule`, events late
+    for the batch's watermark go there too. `log` gets the range's latest event time once it is read."""
     consumer = Consumer(
         kafka_config(
             stream,
@@ -326,6 +370,16 @@ def read_range(
         )
     )
     dlq = DeadLetters(stream, write=dead_letters)
+    late = Lateness(late_rule, part.late_before) if late_rule is not None and part.late_before else None
+    latest: int | None = None
+
+    def decode(msgs: list[Any]) -> list[pa.RecordBatch]:
+        nonlocal latest
+        batches, chunk_latest = _decode(decoder, msgs, dlq, late)
+        if chunk_latest is not None:
+            latest = chunk_latest if latest is None else max(latest, chunk_latest)
+        return batches
+
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pending: list[Any] = []
@@ -361,20 +415,48 @@ def read_range(
                 pending.append(m)
                 position = off + 1
             if len(pending) >= DECODE_CHUNK or position >= part.end:
-                yield from _decode(decoder, pending, dlq)
+                yield from decode(pending)
                 pending = []
         if pending:
-            yield from _decode(decoder, pending, dlq)
+            yield from decode(pending)
         dlq.flush()
+        if log is not None:
+            log.record(Partition(part.topic, part.partition), part.start, part.end, latest)
     finally:
         consumer.close()
 
 
-def _decode(decoder: Decoder, msgs: list[Any], dlq: DeadLetters) -> list[pa.RecordBatch]:
+@dataclass(frozen=True)
+class Lateness:
+    rule: WindowRule
+    watermark: int  # µs
+
+    @property
+    def reason(self) -> str:
+        at = datetime.fromtimestamp(self.watermark / 1e6, UTC).isoformat()
+        return f"late: every window of its event time ended by the stream's watermark {at}"
+
+
+def _decode(
+    decoder: Decoder, msgs: list[Any], dlq: DeadLetters, late: Lateness | None
+) -> tuple[list[pa.RecordBatch], int | None]:
+    """The Arrow batches of `msgs` and their latest event time. Undecodable and late events go to `dlq`; a sentinel
+    row stands for the late ones, so they are counted."""
     result = decoder.decode([m.value() for m in msgs])
     for i, reason in result.errors:
         dlq.send(msgs[i], reason)
-    return [result.batch] if result.dropped is None else [result.batch, result.dropped]
+    batches = [result.batch]
+    if late is not None and result.batch.num_rows:
+        rowtimes = result.batch.column(ROWTIME).cast(pa.int64()).to_numpy()
+        closed = late.rule.closed(rowtimes, late.watermark)
+        if closed.any():
+            for i in np.flatnonzero(closed).tolist():
+                dlq.send(msgs[result.rows[i]], late.reason)
+            n = int(closed.sum())
+            batches = [result.batch.filter(pa.array(~closed)), decoder.sentinel(late.watermark, events=n, late=n)]
+    if result.dropped is not None:
+        batches.append(result.dropped)
+    return batches, result.latest
 
 
 class DeadLetters:

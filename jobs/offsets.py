@@ -7,7 +7,9 @@ Spark checkpoints a source offset as JSON and hands it back as the start of the 
      "new": true,              only in the initial offset: no batch has run yet
      "initial": {...},         only in a query's first batch's end: where that batch started (Spark reports none)
      "begins": {...},          partitions this batch reads from elsewhere than the previous end: new ones, gaps
-     "gaps": [{...}]}          partitions whose checkpointed offset the broker no longer has (data loss accepted)
+     "gaps": [{...}],          partitions whose checkpointed offset the broker no longer has (data loss accepted)
+     "clocks": {...},          each partition's event time: [folded through offset, latest µs, active at s]
+     "watermark": µs}          the stream's watermark for the batches after this one (jobs/event_time.py)
 
 Planning is a pure function of the start offset, what the broker holds and the read limit, so that its guarantees
 (every end within what exists, the limit kept, progress while a backlog exists) are tested without a broker.
@@ -38,6 +40,23 @@ class Extent:
 
     low: int
     end: int
+
+
+@dataclass(frozen=True)
+class Clock:
+    """What the planner knows of one partition's event time."""
+
+    through: int  # read ranges are folded in up to this offset
+    latest: int | None  # latest event time (µs) read before `through`; None: no event yet
+    active_at: float  # wall-clock seconds when new events were last planned for the partition
+
+    def to_json(self) -> list[float | int | None]:
+        return [self.through, self.latest, self.active_at]
+
+    @classmethod
+    def from_json(cls, raw: list[float | int | None]) -> Clock:
+        through, latest, active_at = raw
+        return cls(int(through or 0), None if latest is None else int(latest), float(active_at or 0.0))
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,8 @@ class SourceOffset:
     initial: Positions | None = None
     begins: Positions = field(default_factory=dict)
     gaps: tuple[Gap, ...] = ()
+    clocks: dict[Partition, Clock] = field(default_factory=dict)
+    watermark: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Canonical (sorted) JSON: Spark tells 'no new data' by comparing offsets' JSON text."""
@@ -128,6 +149,13 @@ class SourceOffset:
             d["begins"] = _positions_json(self.begins)
         if self.gaps:
             d["gaps"] = [g.to_json() for g in sorted(self.gaps, key=lambda g: g.partition)]
+        if self.clocks:
+            clocks: dict[str, dict[str, list[float | int | None]]] = {}
+            for p in sorted(self.clocks):
+                clocks.setdefault(p.topic, {})[str(p.partition)] = self.clocks[p].to_json()
+            d["clocks"] = clocks
+        if self.watermark:
+            d["watermark"] = self.watermark
         return d
 
     @classmethod
@@ -149,6 +177,8 @@ class SourceOffset:
             None if initial is None else _positions(initial),
             _positions(d.get("begins", {})),
             tuple(Gap.from_json(g) for g in d.get("gaps", ())),
+            {Partition(t, int(p)): Clock.from_json(c) for t, cs in d.get("clocks", {}).items() for p, c in cs.items()},
+            int(d.get("watermark", 0)),
         )
 
     @property

@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
+from jobs.event_time import WindowRule
 from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, SchemaError, field_names, find_message
 from jobs.sinks import OutputShape
@@ -37,6 +38,7 @@ class DaggerPlan:
     shape: OutputShape
     output_mode: str  # append: rows are final (windows closed by the watermark); update: upserted
     checkpoint: Path
+    late_rule: WindowRule | None = None  # how the reader tells late events (one stream, one window), else Spark
 
     @property
     def schemas(self) -> list[str]:
@@ -101,6 +103,7 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         shape=OutputShape(query.key_columns, query.value_columns, query.time_column),
         output_mode="update" if query.aggregated and not query.windowed else "append",
         checkpoint=checkpoint,
+        late_rule=WindowRule(*query.event_window) if query.event_window and len(streams) == 1 else None,
     )
     check_influx_time(plan)  # an influx sink needs each point's time from its row, not the write time
     return plan

@@ -33,6 +33,9 @@ TIMESTAMP = "google.protobuf.Timestamp"
 ROWTIME = "rowtime"
 SENTINEL = "__sentinel"  # set on rows that only carry event time: Spark drops them right after the watermark
 EVENTS = "__events"  # events a sentinel row stands for: dropped by the reader's WHERE, or 0 at end of input
+LATE = "__late"  # late events a sentinel row stands for: sent to the dead-letter topic (jobs/event_time.py)
+WATERMARK = "__watermark"  # set on one sentinel row when the stream's watermark moves: Spark's watermark column
+INTERNAL = (SENTINEL, EVENTS, LATE, WATERMARK)  # columns after `rowtime` that only the engine reads
 ARROW_TS = pa.timestamp("us", tz="UTC")
 WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
 WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
@@ -169,6 +172,8 @@ class Decoded:
     batch: pa.RecordBatch
     errors: list[tuple[int, str]] = field(default_factory=list)  # (index in the input, reason)
     dropped: pa.RecordBatch | None = None  # the sentinel row for the events the reader's WHERE dropped
+    rows: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))  # input index of each row
+    latest: int | None = None  # latest event time (µs) of the events with one, the WHERE's dropped ones included
 
 
 class Decoder:
@@ -217,6 +222,7 @@ class Decoder:
             self.computed = [(c, SCALAR_UDFS[c.function]) for c in computed]
         fields += [pa.field(c.name, to_arrow_type(udf.return_type)) for c, udf in self.computed]
         fields += [pa.field(ROWTIME, ARROW_TS), pa.field(SENTINEL, pa.bool_()), pa.field(EVENTS, pa.int64())]
+        fields += [pa.field(LATE, pa.int64()), pa.field(WATERMARK, ARROW_TS)]
         self.arrow_schema = pa.schema(fields)
         try:
             self.spark_schema: T.StructType = from_arrow_schema(self.arrow_schema)
@@ -284,13 +290,15 @@ class Decoder:
 
     def decode(self, payloads: Sequence[bytes | None]) -> Decoded:
         raw, kept, errors = self._convert(payloads)
+        rows = np.asarray(kept, np.int64)
         rowtimes = self._rowtimes(raw)
         missing = rowtimes == 0
         if missing.any():
             reason = f"{'.'.join(self.timestamp_path)} is missing: no event time"
             errors = sorted(errors + [(kept[i], reason) for i in np.flatnonzero(missing).tolist()])
             raw = raw.filter(pa.array(~missing))
-            rowtimes = rowtimes[~missing]
+            rowtimes, rows = rowtimes[~missing], rows[~missing]
+        latest = int(rowtimes.max()) if len(rowtimes) else None
         conformed = {name: conform(raw.column(name)) for name, conform in self.conformers.items()}
         dropped = None
         if self.filters and len(raw):
@@ -299,12 +307,12 @@ class Decoder:
                 mask = keep.to_numpy(zero_copy_only=False)
                 dropped = self.sentinel(int(rowtimes[~mask].max()), events=int(keep.false_count))
                 conformed = {name: column.filter(keep) for name, column in conformed.items()}
-                rowtimes = rowtimes[mask]
+                rowtimes, rows = rowtimes[mask], rows[mask]
         n = len(rowtimes)
         arrays = [conformed[name] for name in self.emitted]
         arrays += self._computed(conformed, n)
-        arrays += [pa.array(rowtimes, ARROW_TS), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.int64())]
-        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors, dropped)
+        arrays += [pa.array(rowtimes, ARROW_TS)] + [pa.nulls(n, self.arrow_schema.field(c).type) for c in INTERNAL]
+        return Decoded(pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema), errors, dropped, rows, latest)
 
     def _computed(self, columns: dict[str, pa.Array], n: int) -> list[pa.Array]:
         """UDF calls pushed into the reader (jobs/sql/pushdown.py), by the same kernels Spark would run."""
@@ -314,8 +322,12 @@ class Decoder:
             out.append(udf.kernel(*args).cast(to_arrow_type(udf.return_type)))
         return out
 
-    def sentinel(self, rowtime_micros: int, events: int = 0) -> pa.RecordBatch:
-        """One row with only `rowtime`, `__sentinel` and `__events` set: advances the watermark, then is dropped."""
-        arrays = [pa.nulls(1, f.type) for f in self.arrow_schema][:-3]
+    def sentinel(
+        self, rowtime_micros: int, events: int = 0, late: int | None = None, watermark: int | None = None
+    ) -> pa.RecordBatch:
+        """One row with only `rowtime` and the internal columns set, dropped right after Spark's watermark: it stands
+        for `events` events (`late` of them sent to the dead-letter topic), or carries the stream's `watermark`."""
+        arrays = [pa.nulls(1, f.type) for f in self.arrow_schema][: -len(INTERNAL) - 1]
         arrays += [pa.array([rowtime_micros], ARROW_TS), pa.array([True]), pa.array([events], pa.int64())]
+        arrays += [pa.array([late], pa.int64()), pa.array([watermark], ARROW_TS)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)

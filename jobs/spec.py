@@ -89,7 +89,14 @@ class StreamSpec(Model):
         "exposed to SQL as `rowtime`. Nested fields with dots.",
     )
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)  # type: ignore[arg-type]
-    dlq_topic: str | None = Field(None, description="Where undecodable events go (default: `<first topic>.dlq`).")
+    idle_timeout: Duration = Field(
+        timedelta(seconds=60),
+        description="A partition without new events for this long no longer holds the stream's watermark back "
+        "(the watermark is the minimum over partitions, as Flink's per-partition watermarks with idleness).",
+    )
+    dlq_topic: str | None = Field(
+        None, description="Where undecodable and late events go (default: `<first topic>.dlq`)."
+    )
 
     @property
     def dead_letter_topic(self) -> str:
@@ -206,6 +213,12 @@ class DaggerSpec(Model):
         tables = [s.table.lower() for s in self.streams]
         if len(set(tables)) != len(tables):
             raise ValueError(f"streams: table names must be unique, got {tables}")
+        for i, s in enumerate(self.streams):
+            if s.idle_timeout <= self.trigger_interval:
+                raise ValueError(
+                    f"streams.{i}.idle_timeout ({s.idle_timeout}) must be longer than trigger_interval "
+                    f"({self.trigger_interval}): a partition would count as idle between two batches"
+                )
         return self
 
     @property

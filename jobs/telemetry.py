@@ -3,8 +3,8 @@
 Malformed events are derived, not counted twice: every offset of a batch's range is either a decoded row or a
 dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
 Spark reports no start offsets for a query's first batch: the source puts them in that batch's end offsets.
-Lost events are those a gap skipped (jobs/offsets.py); late events what Spark's stateful operators dropped as
-behind the watermark (see late_events).
+Lost events are those a gap skipped (jobs/offsets.py); late events those the reader sent to the dead-letter topic as
+behind the stream's watermark (jobs/event_time.py), and dropped_by_watermark what Spark's stateful operators dropped.
 """
 
 from __future__ import annotations
@@ -44,16 +44,27 @@ def sentinel_rows(progress: dict[str, Any]) -> int:
     return sum(end.flush > (start.flush if start else 0) for start, end in _batches(progress))
 
 
-def late_events(progress: dict[str, Any]) -> int:
-    """What Spark's stateful operators dropped as behind the watermark. Spark drops late rows after a partial
-    aggregation, so this counts groups of late events (one per window and key), not events."""
+def dropped_by_watermark(progress: dict[str, Any]) -> int:
+    """What Spark's stateful operators dropped as behind the watermark: the reader sends late events to the
+    dead-letter topic first when it can tell them (jobs/event_time.py), so these are the others. Spark drops late rows
+    after a partial aggregation: this counts groups of late events (one per window and key), not events."""
     return sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in progress.get("stateOperators", []))
+
+
+def _observed(progress: dict[str, Any], field: str) -> int:
+    metrics = progress.get("observedMetrics") or {}
+    rows = [row.asDict() if hasattr(row, "asDict") else row for n, row in metrics.items() if n.startswith(OBSERVED)]
+    return sum(int(row.get(field) or 0) for row in rows)  # Spark's rows, or dicts parsed from progress JSON
+
+
+def late_events(progress: dict[str, Any]) -> int:
+    """Events behind the stream's watermark, sent to the dead-letter topic with reason `late`."""
+    return _observed(progress, "late")
 
 
 def event_rows(progress: dict[str, Any]) -> int:
     """Events read: not Spark's input rows, which leave out what the reader's WHERE dropped and count sentinels."""
-    metrics = progress.get("observedMetrics") or {}
-    return sum(int(row["events"] or 0) for name, row in metrics.items() if name.startswith(OBSERVED))
+    return _observed(progress, "events")
 
 
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
@@ -81,6 +92,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
         "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
         "malformed": f"{max(0, consumed - rows)}i",
         "late_events": f"{late_events(progress)}i",
+        "dropped_by_watermark": f"{dropped_by_watermark(progress)}i",
         "lost_events": f"{lost}i",
         "sink_errors": f"{sink_errors}i",
     }

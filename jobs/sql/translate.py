@@ -16,6 +16,7 @@ from jobs.sql.dagger import (
     SPARK_WINDOWS,
     WINDOW_BOUNDS,
     WINDOW_GROUPS,
+    GroupWindow,
     fname,
     rewrite_aggregates,
     rewrite_windows,
@@ -46,6 +47,9 @@ class Query:
     time_column: str | None  # output column holding the window end (TUMBLE_END/HOP_END) else window start, else None
     window: timedelta = timedelta(0)  # longest event-time window (session: its gap); 0 if none or not known
     stateful_operators: int = 0  # aggregations, DISTINCTs, joins and LIMITs: each keeps state in a stream
+    # (kind, size µs, slide µs) of the window of a query whose only stateful operator groups `rowtime` by it: the
+    # reader tells its late events (jobs/event_time.py). None otherwise.
+    event_window: tuple[str, int, int | None] | None = None
 
 
 def translate(
@@ -101,7 +105,17 @@ def translate(
         time_column=(ends or starts or [None])[0],
         window=timedelta(microseconds=max((w.size for w in windows if w is not None), default=0)),
         stateful_operators=stateful,
+        event_window=_event_window([w for w in windows if w is not None], stateful),
     )
+
+
+def _event_window(windows: list[GroupWindow], stateful: int) -> tuple[str, int, int | None] | None:
+    if stateful != 1 or len(windows) != 1:
+        return None
+    w = windows[0]
+    if w.kind == "spark" or not (isinstance(w.time, exp.Column) and w.time.name.lower() == "rowtime"):
+        return None
+    return (w.kind, w.size, w.slide if w.kind == "hop" else None)
 
 
 def _check_streaming_windows(root: exp.Expression) -> None:
