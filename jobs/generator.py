@@ -141,12 +141,14 @@ def produce(
     messages: Iterator[Message] | Iterator[bytes],
     *,
     partitions: int | None = None,
+    partition: int | None = None,
     key: str | None = None,
 ) -> int:
     """Produce `messages` (protobuf messages or raw bytes) to `topic`; returns how many were acknowledged.
 
     With `partitions`, messages are spread round-robin over that many partitions (explicit, so a test knows
-    where each event went); otherwise the message field `key` (if given) is the Kafka key.
+    where each event went); with `partition`, all go to that one; otherwise the message field `key` (if given) is
+    the Kafka key.
     """
     producer = Producer(
         {
@@ -169,6 +171,8 @@ def produce(
         kwargs: dict[str, object] = {"on_delivery": on_delivery}
         if partitions:
             kwargs["partition"] = i % partitions
+        elif partition is not None:
+            kwargs["partition"] = partition
         elif key and not isinstance(m, bytes):
             kwargs["key"] = str(getattr(m, key)).encode()
         for _attempt in range(2400):  # local queue full: let deliveries drain, for at most ~2 minutes

@@ -130,11 +130,14 @@ class RangePartition(InputPartition):
     start: int
     end: int
     late_before: int  # the stream's watermark in this batch (µs): events whose windows all end by then are late
+    watermark: int  # the watermark after this batch, when it moves and this task carries it to Spark; else 0
 
-    def __init__(self, topic: str, partition: int, start: int, end: int, late_before: int = 0) -> None:
-        super().__init__((topic, partition, start, end, late_before))
+    def __init__(
+        self, topic: str, partition: int, start: int, end: int, late_before: int = 0, watermark: int = 0
+    ) -> None:
+        super().__init__((topic, partition, start, end, late_before, watermark))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.late_before = late_before
+        self.late_before, self.watermark = late_before, watermark
 
 
 class SentinelPartition(InputPartition):
@@ -284,11 +287,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             RangePartition(p.topic, p.partition, begin, stop, first.watermark)
             for p, (begin, stop) in batch_ranges(first, last).items()
         ]
-        # From the offsets, so a replayed batch is the same.
+        # From the offsets, so a replayed batch is the same. A moved watermark rides on a range's task if there is one.
         if last.flush > first.flush:
             parts.append(SentinelPartition(last.flush, last.watermark))
         elif last.watermark > first.watermark:
-            parts.append(SentinelPartition(last.watermark, last.watermark))
+            if parts:
+                r = parts[0]
+                assert isinstance(r, RangePartition)
+                parts[0] = RangePartition(r.topic, r.partition, r.start, r.end, r.late_before, last.watermark)
+            else:
+                parts.append(SentinelPartition(last.watermark, last.watermark))
         return parts
 
     def commit(self, end: dict) -> None:
@@ -320,6 +328,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, RangePartition)
         log = None if self.opts.clock_dir is None else EventTimeLog(Path(self.opts.clock_dir))
         yield from read_range(self.stream, decoder, partition, late_rule=self.opts.late_rule, log=log)
+        if partition.watermark:
+            yield decoder.sentinel(partition.watermark, watermark=partition.watermark)
 
 
 class KafkaTailReader(DataSourceReader):

@@ -7,6 +7,7 @@ import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from copy import deepcopy
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
 from odin.spec import Service, StackSpec
 from odin.stack import Stack
-from tests.conftest import Services
+from tests.conftest import Services, consume_all
 from tests.test_dagger import (
     START,
     _iso,
@@ -223,3 +224,45 @@ def test_a_dagger_reads_another_daggers_kafka_sink_exactly(
         truth[(city, window_end(int(datetime.fromisoformat(end).timestamp()), 300))] += n
     got = {(r["tag_city_id"], _iso(r["window_end"])): r["bookings"] for r in log_rows(out)}
     assert got == dict(truth)
+
+
+def test_a_partition_far_ahead_makes_no_other_event_late_and_late_events_are_dead_letters(
+    services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    """Partition 0 ends in markers a day ahead while partition 1 is a minute behind. Spark's own watermark (the
+    latest event time of the stream) jumped to the markers and dropped every later event of partition 1; the
+    stream's watermark is the minimum over partitions, so none is late. Events that really are late go to the
+    dead-letter topic with reason `late` and are counted one by one (Spark counts groups)."""
+    topic = new_topic(services)
+    ahead = list(booking_logs(3_000, seed=100, start=START, rate=25))  # 120 s
+    markers = list(booking_logs(3, seed=101, start=START + timedelta(days=1), rate=1))
+    behind = list(booking_logs(1_500, seed=102, start=START, rate=25))  # 60 s
+    catching_up = list(booking_logs(1_500, seed=103, start=START + timedelta(seconds=60), rate=25))
+    for e in markers:
+        e.status = 4
+    out = tmp_path / "surge.jsonl"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
+    plan = plan_for(spec, tmp_path)
+
+    produce(services.kafka_bootstrap, topic, iter(ahead + markers), partition=0)
+    produce(services.kafka_bootstrap, topic, iter(behind), partition=1)
+    first = run(plan, spark, once=True)
+    produce(services.kafka_bootstrap, topic, iter(catching_up), partition=1)
+    second = run(plan, spark, once=True)
+    assert surge_rows(out) == surge_truth(ahead + markers + behind + catching_up)
+    assert (first.late_events, second.late_events, first.dropped_by_watermark, second.dropped_by_watermark) == (0,) * 4
+    assert not consume_all(services.kafka_bootstrap, f"{topic}.dlq")
+
+    # Partition 1 is at 120 s now: the watermark is 60 s (the delay), and the first minute's windows are closed.
+    late = [deepcopy(behind[0]) for _ in range(4)] + [deepcopy(behind[1]) for _ in range(3)]
+    for e in late:
+        e.status = 4  # COMPLETED: they would be counted if they were not late
+    produce(services.kafka_bootstrap, topic, iter(late), partition=1)
+    third = run(plan, spark, once=True)
+    assert (third.input_rows, third.late_events, third.dropped_by_watermark) == (len(late), len(late), 0)
+    assert surge_rows(out) == surge_truth(ahead + markers + behind + catching_up)
+    dead = consume_all(services.kafka_bootstrap, f"{topic}.dlq")
+    assert len(dead) == len(late)
+    for m in dead:
+        headers = dict(m.headers())
+        assert headers["dagger.error"].startswith(b"late: ") and headers["dagger.partition"] == b"1", headers
