@@ -12,12 +12,12 @@ APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROTOS := $(shell find protos -name '*.proto')
 
-.PHONY: help setup apt venv protos up down status test demo bench lint fmt lock clean
+.PHONY: help setup apt venv protos jvm up down status test demo bench lint fmt lock clean
 
 help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-setup: apt venv protos ## install what is missing: Debian packages, .venv from the lock, compiled protos
+setup: apt venv protos jvm ## install what is missing: Debian packages, .venv from the lock, compiled protos, JVM archive
 
 apt: ## Debian packages (only the missing ones)
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -44,6 +44,12 @@ protos: $(STAMPS)/protos ## compile protos/ into .local/gen (descriptor set + Py
 
 $(STAMPS)/protos: $(PROTOS) protos/build.py $(STAMPS)/venv
 	$(PY) -m protos.build
+	@touch $@
+
+jvm: $(STAMPS)/jvm ## class-data archive of Spark's classes: the driver JVM starts in about half the time
+
+$(STAMPS)/jvm: $(STAMPS)/venv jobs/jvm_archive.py
+	$(PY) -m jobs.jvm_archive
 	@touch $@
 
 up: setup ## start (or converge) the local stack: make up WORKERS=3 ONLY=kafka_broker,victoria_metrics

@@ -21,7 +21,8 @@
 
 Prints two tables (recorded in bench/RESULTS.md) and ends with one line:
 `dagger_events_per_s=<n> baseline_events_per_s=<n> ratio=<r> p99_latency_s=<s> bytewax_baseline_events_per_s=<n>
-bytewax_ratio=<r> startup_first_batch_s=<s> startup_first_row_s=<s> peak_rss_mb=<n> peak_rss_group_mb=<n>`, where
+bytewax_ratio=<r> startup_first_batch_s=<s> startup_first_row_s=<s> peak_rss_mb=<n> peak_rss_group_mb=<n>
+peak_pss_mb=<n>`, where
 the dagger's rate is its steady rate (batches after the first; the end-to-end rate, JVM start included, is in the
 table), the ratios are of that rate to each baseline's, and the peak RSS figures are the start-up run's (its whole
 process tree, and its process group only).
@@ -140,13 +141,15 @@ def measurement(name: str) -> str:
     return name.replace("-", "_")  # a PromQL metric name has no '-'
 
 
-def rss_mb(pid: int) -> tuple[float, float]:
-    """Resident memory of the dagger started as `pid` (a session leader): (its process group, its process tree).
+def rss_mb(pid: int) -> tuple[float, float, float]:
+    """Resident memory of the dagger started as `pid` (a session leader): RSS of its process group, RSS of its
+    process tree, and the tree's proportional set size (PSS).
 
     The group is the CLI's Python, Spark's JVM and the streaming source runner; PySpark's daemons (workers, data
     source planning and reading) put themselves in process groups of their own (os.setpgid in pyspark/daemon.py),
-    so only the tree, every descendant of `pid`, has them and their forked workers. Shared pages of forked
-    processes count once per process."""
+    so only the tree, every descendant of `pid`, has them and their forked workers. RSS counts a page shared by
+    forked processes (or a file mapped by several) once per process; PSS shares it out, so the tree's PSS is the
+    memory the dagger takes from the machine."""
     procs: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, pgrp, rss pages)
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -165,7 +168,17 @@ def rss_mb(pid: int) -> tuple[float, float]:
             todo.extend(children.get(p, ()))
     page = resource.getpagesize() / 2**20
     group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
-    return group, sum(procs[p][2] for p in tree if p in procs) * page
+    return group, sum(procs[p][2] for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):  # the process ended
+        pass
+    return 0
 
 
 def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
@@ -177,14 +190,14 @@ def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
         stderr=subprocess.STDOUT,
         text=True,
     )
-    peak = peak_tree = 0.0
+    peak = peak_tree = peak_pss = 0.0
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
     reader.start()
     with console.status("dagger run --once on local[2]"):
         while proc.poll() is None:
-            group, tree = rss_mb(proc.pid)
-            peak, peak_tree = max(peak, group), max(peak_tree, tree)
+            group, tree, pss = rss_mb(proc.pid)
+            peak, peak_tree, peak_pss = max(peak, group), max(peak_tree, tree), max(peak_pss, pss)
             time.sleep(0.2)
             if time.perf_counter() - started > 1800:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -194,7 +207,10 @@ def run_once(spec: Path, events: int, vm: str, dagger: str) -> Measured:
     if proc.returncode:
         raise SystemExit(f"dagger run --once failed ({proc.returncode}):\n{''.join(out[-40:])}")
     batches = [line for line in out if line.startswith("batch ")]
-    detail = f"{len(batches)} batches; peak RSS of the whole process tree (PySpark's daemons too) {peak_tree:,.0f} MB"
+    detail = (
+        f"{len(batches)} batches; peak RSS of the whole process tree (PySpark's daemons too) {peak_tree:,.0f} MB, "
+        f"its PSS {peak_pss:,.0f} MB"
+    )
     return Measured(events, seconds, peak, steady_rate(vm, dagger), detail)
 
 
@@ -446,6 +462,7 @@ class Startup:
     first_row_s: float | None  # process start -> first sample of the dagger's measurement in VictoriaMetrics
     peak_rss_mb: float  # the process tree's (rss_mb), until the first row
     peak_group_rss_mb: float  # the process group's
+    peak_pss_mb: float  # the process tree's proportional set size
 
 
 def _since(t0: float, t: float | None) -> float | None:
@@ -493,7 +510,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
     checkpoint_dir = Path(yaml.safe_load(spec.read_text())["checkpoint_dir"])
     metric = f"{measurement('surge-startup')}_num_of_bookings"
     timeline_path, log_path = state / "startup-timeline.jsonl", state / "startup.log"
-    peak = [0.0, 0.0]  # process group, process tree
+    peak = [0.0, 0.0, 0.0]  # process group RSS, process tree RSS, process tree PSS
     first_row: float | None = None
     with log_path.open("w") as log:
         t0 = time.time()
@@ -507,8 +524,8 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
 
         def sample_rss() -> None:
             while not done.is_set():
-                group, tree = rss_mb(proc.pid)
-                peak[:] = max(peak[0], group), max(peak[1], tree)
+                sample = rss_mb(proc.pid)
+                peak[:] = [max(a, b) for a, b in zip(peak, sample, strict=True)]
                 done.wait(0.2)
 
         sampler = threading.Thread(target=sample_rss, daemon=True)
@@ -592,7 +609,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
         (f"first rows written by the sink (in batch {'?' if in_batch is None else in_batch})", None, first_write),
         ("(b) first row queryable in VictoriaMetrics", between(first_write, first_row), first_row),
     ]
-    return Startup(phases, planned, first_row, peak[1], peak[0])
+    return Startup(phases, planned, first_row, peak[1], peak[0], peak[2])
 
 
 def startup_table(s: Startup) -> Table:
@@ -612,6 +629,9 @@ def startup_table(s: Startup) -> Table:
         f"peak RSS of the process tree (+ PySpark's daemons and workers; target ≤ {TARGET_PEAK_RSS_MB:.0f} MB)",
         "",
         f"{s.peak_rss_mb:,.0f} MB: {'met' if s.peak_rss_mb <= TARGET_PEAK_RSS_MB else 'NOT met'}",
+    )
+    table.add_row(
+        "peak PSS of the process tree (shared pages shared out: the memory it takes)", "", f"{s.peak_pss_mb:,.0f} MB"
     )
     row = s.first_row_s
     table.add_row(
@@ -743,9 +763,23 @@ def main(events: int, rate: int, latency_s: float) -> int:
         f"ratio={dagger_rate / base.rate:.2f} p99_latency_s={p99:.1f} "
         f"bytewax_baseline_events_per_s={rr.rate:.0f} bytewax_ratio={dagger_rate / rr.rate:.2f} "
         f"startup_first_batch_s={num(boot.first_batch_s)} startup_first_row_s={num(boot.first_row_s)} "
-        f"peak_rss_mb={boot.peak_rss_mb:.0f} peak_rss_group_mb={boot.peak_group_rss_mb:.0f}"
+        f"peak_rss_mb={boot.peak_rss_mb:.0f} peak_rss_group_mb={boot.peak_group_rss_mb:.0f} "
+        f"peak_pss_mb={boot.peak_pss_mb:.0f}"
     )
     return 0 if exact and rr_exact else 1
+
+
+def main_startup() -> int:
+    with temporary_state_dir("bench-startup") as state:
+        stack, where = start_stack(state)
+        try:
+            boot = startup(state, where.kafka_bootstrap, where.victoria_metrics_url)
+        finally:
+            stack.down()
+    console.print(startup_table(boot))
+    first_row = "nan" if boot.first_row_s is None else f"{boot.first_row_s:.1f}"
+    print(f"startup_first_row_s={first_row} peak_rss_mb={boot.peak_rss_mb:.0f} peak_pss_mb={boot.peak_pss_mb:.0f}")
+    return 0
 
 
 if __name__ == "__main__":
@@ -753,6 +787,7 @@ if __name__ == "__main__":
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--rate", type=int, default=20_000, help="events/s during the latency run")
     parser.add_argument("--latency-seconds", type=float, default=150, help="0: no latency run")
+    parser.add_argument("--startup-only", action="store_true", help="only the start-up measurement")
     parser.add_argument("--baseline", nargs=3, metavar=("KAFKA", "TOPIC", "ENDS"), help=argparse.SUPPRESS)
     parser.add_argument("--baseline-variant", choices=sorted(BASELINES), default="one-consumer", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -761,4 +796,6 @@ if __name__ == "__main__":
         run = baseline_per_partition if args.baseline_variant == "per-partition" else baseline
         print(json.dumps(run(kafka, topic, {int(k): v for k, v in json.loads(ends).items()})))
         sys.exit(0)
+    if args.startup_only:
+        sys.exit(main_startup())
     sys.exit(main(args.events, args.rate, args.latency_seconds))

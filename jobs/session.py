@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
+from jobs import jvm_archive
 from odin.paths import REPO
 
 SHIPPED_PACKAGES = ("jobs", "protos")  # what executors import: the Kafka reader, decoder, UDFs and schema loader
@@ -50,17 +51,20 @@ def spark_session(
     shuffle_partitions: int = 2,
     conf: dict[str, str] | None = None,
     log_file: Path | None = None,
+    archive: bool = True,
 ) -> SparkSession:
     """`log_file`: Spark's driver log goes there, errors only, instead of WARN and above to the console. It only
-    applies to a JVM this call starts (the log configuration is read once, at JVM start)."""
+    applies to a JVM this call starts (the log configuration is read once, at JVM start), as does `archive`: the
+    JVM maps the class-data archive `make setup` built (jobs/jvm_archive.py), if there is one."""
     # Bind Spark's driver and block manager to loopback, and run Python workers with this interpreter (the venv).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = dict(conf or {})
+    options = [conf.get("spark.driver.extraJavaOptions", ""), jvm_archive.java_options() if archive else ""]
     if log_file is not None:
-        options = f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}"
-        given = conf.get("spark.driver.extraJavaOptions")
-        conf["spark.driver.extraJavaOptions"] = f"{options} {given}" if given else options
+        options.append(f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}")
+    if any(options):
+        conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)

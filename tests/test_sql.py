@@ -101,6 +101,7 @@ def test_surge_seed_query_translates_tumble_and_keeps_aliases() -> None:
     assert q.key_columns == ("tag_city_id", "tag_s2id", "tag_vehicle_type", "window_timestamp")
     assert q.value_columns == ("num_of_bookings",)
     assert q.time_column == "window_timestamp"
+    assert q.event_window == ("tumble", 60_000_000, None)
 
 
 def test_supply_seed_query_maps_distinct_count_to_a_streaming_safe_exact_count() -> None:
@@ -164,6 +165,32 @@ def test_hop_is_spark_window_with_size_then_slide() -> None:
     assert "window(rowtime, '5 minutes', '1 minute').end AS e" in q.spark_sql
     assert (q.key_columns, q.value_columns, q.time_column) == (("s", "e"), ("total",), "e")
     assert q.window == timedelta(minutes=5)
+    assert q.event_window == ("hop", 300_000_000, 60_000_000)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT count(1) AS n FROM data_stream GROUP BY SESSION(rowtime, INTERVAL '30' SECOND), city_id",
+            ("session", 30_000_000, None),
+        ),
+        (
+            "SELECT count(1) AS n FROM data_stream GROUP BY window(rowtime, '10 seconds', '5 seconds')",
+            ("hop", 10_000_000, 5_000_000),
+        ),
+        # Windows whose late events the reader cannot tell: Spark drops them (counted as dropped_by_watermark).
+        ("SELECT count(1) AS n FROM data_stream GROUP BY window(rowtime, '1 hour 30 minutes')", None),
+        (
+            "SELECT count(DISTINCT city_id) AS n FROM (SELECT DISTINCT city_id, rowtime FROM data_stream) "
+            "GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)",
+            None,
+        ),
+        ("SELECT city_id, count(1) AS n FROM data_stream GROUP BY city_id", None),
+    ],
+)
+def test_the_window_the_reader_tells_late_events_by(sql: str, expected: tuple | None) -> None:
+    assert booking(sql).event_window == expected
 
 
 def test_tumble_end_must_match_the_group_window() -> None:
