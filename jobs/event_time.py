@@ -5,12 +5,15 @@ Spark keeps one watermark per source: the latest event time it saw, minus the de
 a backlog read unevenly or markers at one partition's tail then make the other partitions' on-time events late. So
 the source keeps a clock per partition instead:
 
-- each read task records the latest event time of the offset range it read (`EventTimeLog`, a file per range);
-- planning the next batch folds those records into each partition's clock (`advance`) and sets the watermark to
-  the minimum over partitions that are not idle, minus the delay; it never goes back;
-- the clocks and the watermark are part of the batch's end offset (jobs/offsets.py), so a replay sees the same;
-- the reader sends events whose every window the watermark has closed to the dead-letter topic as `late`
-  (`closed`), and Spark is given the watermark as one marker row (jobs/engine.py).
+- each read task gives Spark, in one marker row, the watermark its range makes: the minimum of its partition's latest
+  event time and the other active partitions' as planned (`Bound`), minus the delay; and records its range's latest
+  event time and that marker (`EventTimeLog`, a file per range);
+- planning the next batch folds the records into each partition's clock (`advance`) and sets the stream's watermark
+  to the minimum over partitions that are not idle, minus the delay, and the watermark Spark applies in the batch
+  (the latest any row gave it); neither ever goes back;
+- clocks and watermarks are part of the batch's end offset (jobs/offsets.py), so a replay plans and reads the same;
+- the reader sends events whose every window the applied watermark has closed to the dead-letter topic as `late`
+  (`WindowRule.closed`): Spark would drop them.
 
 A partition with no new events for the stream's `idle_timeout` no longer holds the watermark back; when every
 partition is idle, the watermark follows the latest of them, so the last windows of a quiet stream are emitted.
@@ -29,7 +32,52 @@ import numpy.typing as npt
 
 from jobs.offsets import Clock, Partition
 
-Record = tuple[int, int | None]  # a read range's end offset, and its latest event time (µs; None: no event time)
+
+@dataclass(frozen=True)
+class Record:
+    """What a read task records of its range: where it ended, its latest event time (µs; None: no event had one),
+    and the watermark its marker row gave Spark."""
+
+    end: int
+    latest: int | None
+    marker: int
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a read task needs to give Spark the watermark its own range makes, at once (the planner learns of the
+    range only when planning the next batch): the stream's watermark so far, the partition's latest event time before
+    the range, and the least latest event time of the other active partitions."""
+
+    watermark: int
+    known: int | None
+    others: int | None  # None: no other partition is active
+    held: bool  # another active partition has shown no event yet: the minimum is not known
+    delay: int
+
+    def marker(self, latest: int | None) -> int:
+        own = latest if self.known is None else self.known if latest is None else max(self.known, latest)
+        if own is None or self.held:
+            return self.watermark
+        return max(self.watermark, (own if self.others is None else min(own, self.others)) - self.delay)
+
+
+def _active(clocks: Mapping[Partition, Clock], now: float, idle_s: float) -> list[Partition]:
+    return [p for p, c in clocks.items() if now - c.active_at < idle_s]
+
+
+def bounds(
+    clocks: Mapping[Partition, Clock], watermark: int, planned_at: float, delay_us: int, idle_s: float
+) -> dict[Partition, Bound]:
+    """Each partition's Bound in the batch planned at `planned_at` with `clocks` and `watermark`."""
+    active = _active(clocks, planned_at, idle_s)
+    out = {}
+    for p, clock in clocks.items():
+        others = [clocks[q].latest for q in active if q != p]
+        held = any(t is None for t in others)
+        least = None if held or not others else min(t for t in others if t is not None)
+        out[p] = Bound(watermark, clock.latest, least, held, delay_us)
+    return out
 
 
 def advance(
@@ -37,15 +85,20 @@ def advance(
     starts: Mapping[Partition, int],
     ends: Mapping[Partition, int],
     recorded: Callable[[Partition, int], Record | None],
-    previous: int,
+    previous: tuple[int, int],
     now: float,
     delay_us: int,
     idle_s: float,
-) -> tuple[dict[Partition, Clock], int]:
-    """The clocks and watermark (µs) for the batch that reads [starts, ends) of each partition.
+) -> tuple[dict[Partition, Clock], int, int]:
+    """The clocks, the stream's watermark and the watermark Spark applies (µs) for the batch that reads
+    [starts, ends) of each partition.
 
     `clocks` as of the previous batch's planning; `recorded(p, offset)` the record of the range read from `offset`
-    (None if there is none); `previous` the watermark so far, which is never lowered."""
+    (None if there is none); `previous` the watermark and the applied one so far, neither of which is lowered. Spark
+    applies in a batch the latest watermark the rows of the batches before it carried: the previous batch's markers
+    and the watermark planned for it."""
+    watermark, applied = previous
+    applied = max(applied, watermark)
     out: dict[Partition, Clock] = {}
     for p, end in ends.items():
         start = starts.get(p, end)
@@ -53,22 +106,22 @@ def advance(
         through, latest = clock.through, clock.latest
         for _ in range(10_000):  # ranges read since the last planning: one per batch, usually one
             record = recorded(p, through)
-            if record is None or record[0] <= through:
+            if record is None or record.end <= through:
                 break
-            through = record[0]
-            if record[1] is not None:
-                latest = record[1] if latest is None else max(latest, record[1])
+            through, applied = record.end, max(applied, record.marker)
+            if record.latest is not None:
+                latest = record.latest if latest is None else max(latest, record.latest)
         # The batch reads from `start`: a partition new to the checkpoint, a gap, or a record that is missing (a
         # checkpoint older than clocks) continue there, with what is known so far.
         out[p] = Clock(start, latest, now if end > start else clock.active_at)
-    active = [c.latest for c in out.values() if now - c.active_at < idle_s]
+    active = [out[p].latest for p in _active(out, now, idle_s)]
     if active:
         held = any(latest is None for latest in active)  # a partition that is due events but has shown none
         candidate = None if held else min(t for t in active if t is not None) - delay_us
     else:  # every partition idle: follow the latest, so a quiet stream's last windows close
         known = [c.latest for c in out.values() if c.latest is not None]
         candidate = max(known) - delay_us if known else None
-    return out, previous if candidate is None else max(previous, candidate)
+    return out, watermark if candidate is None else max(watermark, candidate), applied
 
 
 class EventTimeLog:
@@ -83,11 +136,11 @@ class EventTimeLog:
     def _dir(self, p: Partition) -> Path:
         return self.root / p.topic / str(p.partition)
 
-    def record(self, p: Partition, start: int, end: int, latest: int | None) -> None:
+    def record(self, p: Partition, start: int, record: Record) -> None:
         folder = self._dir(p)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{start}.{os.getpid()}"
-        tmp.write_text(json.dumps({"end": end, "latest": latest}))
+        tmp.write_text(json.dumps({"end": record.end, "latest": record.latest, "marker": record.marker}))
         os.replace(tmp, folder / str(start))  # atomic: the planner never reads half a record
 
     def recorded(self, p: Partition, start: int) -> Record | None:
@@ -95,7 +148,7 @@ class EventTimeLog:
             d = json.loads((self._dir(p) / str(start)).read_text())
         except FileNotFoundError:
             return None
-        return int(d["end"]), d["latest"]
+        return Record(int(d["end"]), d["latest"], int(d["marker"]))
 
     def prune(self, p: Partition, before: int) -> None:
         """Forget ranges starting before `before`: they are folded into a clock the offset log has."""

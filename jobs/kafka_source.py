@@ -30,7 +30,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from jobs.event_time import EventTimeLog, WindowRule, advance
+from jobs.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
 from jobs.offsets import Clock, DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
 from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, find_message
@@ -129,15 +129,15 @@ class RangePartition(InputPartition):
     partition: int
     start: int
     end: int
-    late_before: int  # the stream's watermark in this batch (µs): events whose windows all end by then are late
-    watermark: int  # the watermark after this batch, when it moves and this task carries it to Spark; else 0
+    late_before: int  # the watermark Spark applies in this batch (µs): events whose windows all end by then are late
+    bound: Bound | None  # for the watermark this range makes (jobs/event_time.py); None: a preview
 
     def __init__(
-        self, topic: str, partition: int, start: int, end: int, late_before: int = 0, watermark: int = 0
+        self, topic: str, partition: int, start: int, end: int, late_before: int = 0, bound: Bound | None = None
     ) -> None:
-        super().__init__((topic, partition, start, end, late_before, watermark))
+        super().__init__((topic, partition, start, end, late_before, bound))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.late_before, self.watermark = late_before, watermark
+        self.late_before, self.bound = late_before, bound
 
 
 class SentinelPartition(InputPartition):
@@ -262,41 +262,51 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         extents, unavailable = self._available_now or self.extents()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
-        clocks, watermark = self._event_time(begin, end)
-        if end.positions == begin.positions and not end.gaps and watermark == begin.watermark:
-            return start  # nothing to read, and the watermark stays: no batch
+        now = time.time()
+        clocks, watermark, applied = self._event_time(begin, end, now)
+        if end.positions == begin.positions and not end.gaps and watermark <= applied:
+            return start  # nothing to read, and Spark has the watermark: no batch
         initial = begin.positions if begin.new else None
-        return replace(end, flush=begin.flush, initial=initial, clocks=clocks, watermark=watermark).to_json()
+        return replace(
+            end, flush=begin.flush, initial=initial, clocks=clocks, watermark=watermark, applied=applied, planned_at=now
+        ).to_json()
 
-    def _event_time(self, begin: SourceOffset, end: SourceOffset) -> tuple[dict[Partition, Clock], int]:
-        """Each partition's clock and the stream's watermark once the batch from `begin` to `end` is read."""
+    def _event_time(
+        self, begin: SourceOffset, end: SourceOffset, now: float
+    ) -> tuple[dict[Partition, Clock], int, int]:
+        """Each partition's clock, the stream's watermark and the one Spark applies in the batch from `begin` to
+        `end`."""
         if self.opts.clock_dir is None:
-            return begin.clocks, begin.watermark
+            return begin.clocks, begin.watermark, begin.applied
         log = EventTimeLog(Path(self.opts.clock_dir))
         for p, clock in begin.clocks.items():  # what `begin` folded in is in the offset log now
             log.prune(p, clock.through)
         starts = {p: end.begins.get(p, begin.positions.get(p, stop)) for p, stop in end.positions.items()}
-        idle_s = self.stream.idle_timeout.total_seconds()
         return advance(
-            begin.clocks, starts, end.positions, log.recorded, begin.watermark, time.time(), self.opts.delay_us, idle_s
+            begin.clocks,
+            starts,
+            end.positions,
+            log.recorded,
+            (begin.watermark, begin.applied),
+            now,
+            self.opts.delay_us,
+            self.stream.idle_timeout.total_seconds(),
         )
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = SourceOffset.from_json(start), SourceOffset.from_json(end)
+        # All from the offsets, so a replayed batch is the same.
+        limits = bounds(
+            last.clocks, last.watermark, last.planned_at, self.opts.delay_us, self.stream.idle_timeout.total_seconds()
+        )
         parts: list[InputPartition] = [
-            RangePartition(p.topic, p.partition, begin, stop, first.watermark)
+            RangePartition(p.topic, p.partition, begin, stop, last.applied, limits.get(p))
             for p, (begin, stop) in batch_ranges(first, last).items()
         ]
-        # From the offsets, so a replayed batch is the same. A moved watermark rides on a range's task if there is one.
         if last.flush > first.flush:
             parts.append(SentinelPartition(last.flush, last.watermark))
-        elif last.watermark > first.watermark:
-            if parts:
-                r = parts[0]
-                assert isinstance(r, RangePartition)
-                parts[0] = RangePartition(r.topic, r.partition, r.start, r.end, r.late_before, last.watermark)
-            else:
-                parts.append(SentinelPartition(last.watermark, last.watermark))
+        elif not parts and last.watermark > last.applied:  # the watermark moved without events (idleness)
+            parts.append(SentinelPartition(last.watermark, last.watermark))
         return parts
 
     def commit(self, end: dict) -> None:
@@ -328,8 +338,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, RangePartition)
         log = None if self.opts.clock_dir is None else EventTimeLog(Path(self.opts.clock_dir))
         yield from read_range(self.stream, decoder, partition, late_rule=self.opts.late_rule, log=log)
-        if partition.watermark:
-            yield decoder.sentinel(partition.watermark, watermark=partition.watermark)
 
 
 class KafkaTailReader(DataSourceReader):
@@ -364,7 +372,8 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     """The events of `part`, decoded. `dead_letters`: undecodable events go to the stream's dead-letter topic (the
     streaming reader); False only skips them (the preview, which must write nothing). With `late_rule`, events late
-    for the batch's watermark go there too. `log` gets the range's latest event time once it is read."""
+    for the batch's watermark go there too. With the range's `bound`, a last row gives Spark the watermark the range
+    makes, and `log` records it with the range's latest event time."""
     consumer = Consumer(
         kafka_config(
             stream,
@@ -430,8 +439,11 @@ def read_range(
         if pending:
             yield from decode(pending)
         dlq.flush()
-        if log is not None:
-            log.record(Partition(part.topic, part.partition), part.start, part.end, latest)
+        if part.bound is not None:
+            marker = part.bound.marker(latest)
+            if log is not None:
+                log.record(Partition(part.topic, part.partition), part.start, Record(part.end, latest, marker))
+            yield decoder.sentinel(marker, watermark=marker)
     finally:
         consumer.close()
 

@@ -9,7 +9,9 @@ Spark checkpoints a source offset as JSON and hands it back as the start of the 
      "begins": {...},          partitions this batch reads from elsewhere than the previous end: new ones, gaps
      "gaps": [{...}],          partitions whose checkpointed offset the broker no longer has (data loss accepted)
      "clocks": {...},          each partition's event time: [folded through offset, latest µs, active at s]
-     "watermark": µs}          the stream's watermark for the batches after this one (jobs/event_time.py)
+     "watermark": µs,          the stream's watermark, the minimum over partitions (jobs/event_time.py)
+     "applied": µs,            the watermark Spark applies in this batch (the latest earlier rows gave it)
+     "planned_at": s}          when this batch was planned (which partitions are idle)
 
 Planning is a pure function of the start offset, what the broker holds and the read limit, so that its guarantees
 (every end within what exists, the limit kept, progress while a backlog exists) are tested without a broker.
@@ -137,6 +139,8 @@ class SourceOffset:
     gaps: tuple[Gap, ...] = ()
     clocks: dict[Partition, Clock] = field(default_factory=dict)
     watermark: int = 0
+    applied: int = 0
+    planned_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Canonical (sorted) JSON: Spark tells 'no new data' by comparing offsets' JSON text."""
@@ -154,8 +158,9 @@ class SourceOffset:
             for p in sorted(self.clocks):
                 clocks.setdefault(p.topic, {})[str(p.partition)] = self.clocks[p].to_json()
             d["clocks"] = clocks
-        if self.watermark:
-            d["watermark"] = self.watermark
+        for key in ("watermark", "applied", "planned_at"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
         return d
 
     @classmethod
@@ -179,6 +184,8 @@ class SourceOffset:
             tuple(Gap.from_json(g) for g in d.get("gaps", ())),
             {Partition(t, int(p)): Clock.from_json(c) for t, cs in d.get("clocks", {}).items() for p, c in cs.items()},
             int(d.get("watermark", 0)),
+            int(d.get("applied", 0)),
+            float(d.get("planned_at", 0.0)),
         )
 
     @property

@@ -192,10 +192,10 @@ def test_malformed_events_go_to_the_dead_letter_topic(services: Services, spark:
 def test_events_the_reader_drops_still_move_the_watermark(
     services: Services, spark: SparkSession, tmp_path: Path
 ) -> None:
-    """The reader evaluates the surge query's `status = 'COMPLETED'` and sends Spark only completed bookings. The
-    first run's events end with a cancelled booking ten minutes after the rest: the watermark must still pass it, so
-    that the completed bookings of the second run from before it are late: sent to the dead-letter topic and counted,
-    not emitted as a partial row that would replace the window's whole one."""
+    """The reader evaluates the surge query's `status = 'COMPLETED'` and sends Spark only completed bookings. Batch 1
+    ends with a cancelled booking ten minutes after the rest: the watermark must still pass it, so that batch 2's
+    completed bookings from before it are late, as if Spark had seen every event: sent to the dead-letter topic and
+    counted, not emitted as a partial row that would replace the window's whole one."""
     topic = new_topic(services, partitions=1)
     start_s = int(START.timestamp())
     events = list(booking_logs(200, seed=41, start=START, rate=4))  # the first 100 within 25 s
@@ -203,18 +203,17 @@ def test_events_the_reader_drops_still_move_the_watermark(
         e.status = booking_log_pb2.COMPLETED
     events[99].status = booking_log_pb2.CUSTOMER_CANCELLED
     events[99].event_timestamp.seconds = start_s + 600
-    for e in events[100:]:  # behind the watermark the cancelled one sets
+    for e in events[100:]:  # after batch 1's completed bookings, behind the watermark the cancelled one sets
         e.event_timestamp.seconds = start_s + 45
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=1)
     out = tmp_path / "out.jsonl"
     spec = surge_spec(services, topic, {"type": "log", "path": str(out)})
+    spec["streams"][0]["kafka"]["max_events_per_trigger"] = 100
     plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
     assert [f.describe() for f in plan.streams[0].filters] == ["status = 'COMPLETED'"]
-    produce(services.kafka_bootstrap, topic, iter(events[:100]), partitions=1)
-    first = run(plan, spark, once=True)
-    produce(services.kafka_bootstrap, topic, iter(events[100:]), partitions=1)
-    second = run(plan, spark, once=True)
+    result = run(plan, spark, once=True)
     assert surge_rows(out) == surge_truth(events[:100])
-    assert (first.input_rows, second.input_rows, second.late_events) == (100, 100, 100)
+    assert (result.input_rows, result.late_events, result.dropped_by_watermark) == (len(events), 100, 0)
     assert len(consume_all(services.kafka_bootstrap, f"{topic}.dlq")) == 100
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from jobs.event_time import EventTimeLog, WindowRule, advance
+from jobs.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
 from jobs.offsets import Clock, Partition, SourceOffset
 
 S = 1_000_000  # µs
@@ -20,43 +20,63 @@ NOW = 10_000.0
 P = [Partition("t", i) for i in range(4)]
 
 
-def records(ranges: dict[Partition, list[tuple[int, int, int | None]]]):  # (start, end, latest)
-    table = {(p, start): (end, latest) for p, rs in ranges.items() for start, end, latest in rs}
+def records(ranges: dict[Partition, list[tuple[int, int, int | None]]], marker: int = 0):  # (start, end, latest)
+    table = {(p, start): Record(end, latest, marker) for p, rs in ranges.items() for start, end, latest in rs}
     return lambda p, start: table.get((p, start))
 
 
 def test_one_partition_far_ahead_does_not_move_the_watermark_past_the_others() -> None:
     clocks = {p: Clock(0, None, NOW) for p in P[:2]}
     recorded = records({P[0]: [(0, 100, 86_400 * S)], P[1]: [(0, 100, 120 * S)]})
-    out, wm = advance(clocks, {P[0]: 100, P[1]: 100}, {P[0]: 100, P[1]: 150}, recorded, 0, NOW, DELAY, IDLE)
+    out, wm, _ = advance(clocks, {P[0]: 100, P[1]: 100}, {P[0]: 100, P[1]: 150}, recorded, (0, 0), NOW, DELAY, IDLE)
     assert wm == 60 * S
     assert out[P[0]] == Clock(100, 86_400 * S, NOW - 0) and out[P[1]].latest == 120 * S
+    # What the read tasks give Spark at once is never beyond that minimum either.
+    limits = bounds(out, wm, NOW, DELAY, IDLE)
+    assert limits[P[1]].marker(130 * S) == 70 * S and limits[P[0]].marker(86_500 * S) == 120 * S - DELAY
 
 
 def test_a_partition_that_has_shown_no_event_holds_the_watermark_until_it_is_idle() -> None:
     clocks = {P[0]: Clock(0, None, NOW), P[1]: Clock(0, None, NOW)}
     recorded = records({P[0]: [(0, 10, 500 * S)]})
-    _, wm = advance(clocks, {P[0]: 10, P[1]: 0}, {P[0]: 10, P[1]: 0}, recorded, 0, NOW + 1, DELAY, IDLE)
-    assert wm == 0
+    out, wm, _ = advance(clocks, {P[0]: 10, P[1]: 0}, {P[0]: 10, P[1]: 0}, recorded, (0, 0), NOW + 1, DELAY, IDLE)
+    assert wm == 0 and bounds(out, wm, NOW + 1, DELAY, IDLE)[P[0]].marker(600 * S) == 0
     clocks = {P[0]: Clock(0, None, NOW + 100), P[1]: Clock(0, None, NOW)}  # partition 1: nothing for 100 s
-    _, wm = advance(clocks, {P[0]: 10, P[1]: 0}, {P[0]: 10, P[1]: 0}, recorded, 0, NOW + 100, DELAY, IDLE)
+    _, wm, _ = advance(clocks, {P[0]: 10, P[1]: 0}, {P[0]: 10, P[1]: 0}, recorded, (0, 0), NOW + 100, DELAY, IDLE)
     assert wm == 440 * S
 
 
 def test_when_every_partition_is_idle_the_watermark_follows_the_latest() -> None:
     clocks = {P[0]: Clock(10, 500 * S, NOW), P[1]: Clock(10, 200 * S, NOW)}
     same = {P[0]: 10, P[1]: 10}
-    _, wm = advance(clocks, same, same, records({}), 0, NOW + 10, DELAY, IDLE)
+    _, wm, _ = advance(clocks, same, same, records({}), (0, 0), NOW + 10, DELAY, IDLE)
     assert wm == 140 * S
-    _, wm = advance(clocks, same, same, records({}), 0, NOW + IDLE + 1, DELAY, IDLE)
+    _, wm, _ = advance(clocks, same, same, records({}), (0, 0), NOW + IDLE + 1, DELAY, IDLE)
     assert wm == 440 * S
 
 
 def test_a_missing_record_continues_where_the_batch_reads() -> None:
     """A checkpoint from before clocks, or a range whose record was lost: the clock jumps to the batch's start."""
     clocks = {P[0]: Clock(0, 300 * S, NOW)}
-    out, wm = advance(clocks, {P[0]: 50}, {P[0]: 80}, records({}), 7, NOW, DELAY, IDLE)
-    assert out[P[0]] == Clock(50, 300 * S, NOW) and wm == 240 * S
+    out, wm, applied = advance(clocks, {P[0]: 50}, {P[0]: 80}, records({}), (7, 0), NOW, DELAY, IDLE)
+    assert out[P[0]] == Clock(50, 300 * S, NOW) and wm == 240 * S and applied == 7
+
+
+def test_spark_applies_the_latest_watermark_any_row_gave_it() -> None:
+    """The previous batch's markers, and the watermark planned for it, reach Spark's watermark for the next batch."""
+    clocks = {P[0]: Clock(0, None, NOW)}
+    ranges = {P[0]: [(0, 10, 500 * S)]}
+    _, wm, applied = advance(clocks, {P[0]: 10}, {P[0]: 10}, records(ranges, 440 * S), (30, 20), NOW, DELAY, IDLE)
+    assert (wm, applied) == (440 * S, 440 * S)
+    _, _, applied = advance(clocks, {P[0]: 10}, {P[0]: 10}, records(ranges, 5), (30, 20), NOW, DELAY, IDLE)
+    assert applied == 30
+
+
+def test_a_range_alone_moves_spark_like_its_own_watermark() -> None:
+    alone = Bound(watermark=0, known=100 * S, others=None, held=False, delay=DELAY)
+    assert (alone.marker(None), alone.marker(50 * S), alone.marker(600 * S)) == (40 * S, 40 * S, 540 * S)
+    assert Bound(7, None, None, False, DELAY).marker(None) == 7
+    assert Bound(7, 100 * S, 300 * S, True, DELAY).marker(600 * S) == 7  # another partition has shown nothing
 
 
 backlogs = st.lists(
@@ -82,7 +102,7 @@ def test_the_watermark_is_the_minimum_over_active_partitions_and_never_goes_back
             at += n
         ends[p] = at
     clocks = {p: Clock(0, None, NOW - age) for p, age in zip(ends, ages, strict=False)}
-    out, wm = advance(clocks, ends, ends, records(table), previous, NOW, DELAY, IDLE)
+    out, wm, _ = advance(clocks, ends, ends, records(table), (previous, 0), NOW, DELAY, IDLE)
     assert wm >= previous
     for p, clock in out.items():
         seen = [latest for _, _, latest in table.get(p, []) if latest is not None]
@@ -95,19 +115,20 @@ def test_the_watermark_is_the_minimum_over_active_partitions_and_never_goes_back
 
 
 def test_clocks_and_the_watermark_round_trip_through_the_offsets_json() -> None:
-    offset = SourceOffset({P[0]: 5}, clocks={P[0]: Clock(5, 123, 9.5), P[1]: Clock(0, None, 1.0)}, watermark=77)
+    clocks = {P[0]: Clock(5, 123, 9.5), P[1]: Clock(0, None, 1.0)}
+    offset = SourceOffset({P[0]: 5}, clocks=clocks, watermark=77, applied=70, planned_at=9.5)
     assert SourceOffset.from_json(offset.to_json()) == offset
     assert SourceOffset.from_json({"offsets": {"t": {"0": 5}}}).watermark == 0  # a checkpoint older than clocks
 
 
 def test_the_log_keeps_one_record_per_range_and_forgets_folded_ones(tmp_path: Path) -> None:
     log = EventTimeLog(tmp_path)
-    log.record(P[0], 0, 10, 5)
-    log.record(P[0], 10, 20, None)
-    log.record(P[0], 10, 20, None)  # a retried task
-    assert (log.recorded(P[0], 0), log.recorded(P[0], 10), log.recorded(P[0], 20)) == ((10, 5), (20, None), None)
+    log.record(P[0], 0, Record(10, 5, 1))
+    log.record(P[0], 10, Record(20, None, 1))
+    log.record(P[0], 10, Record(20, None, 1))  # a retried task
+    assert [log.recorded(P[0], at) for at in (0, 10, 20)] == [Record(10, 5, 1), Record(20, None, 1), None]
     log.prune(P[0], 10)
-    assert log.recorded(P[0], 0) is None and log.recorded(P[0], 10) == (20, None)
+    assert log.recorded(P[0], 0) is None and log.recorded(P[0], 10) == Record(20, None, 1)
 
 
 @pytest.mark.parametrize(
