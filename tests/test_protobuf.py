@@ -11,7 +11,7 @@ from daggers.events import booking_log_pb2
 from google.protobuf import json_format, message_factory
 
 from jobs.generator import booking_logs
-from jobs.protobuf import ROWTIME, Decoder, find_message
+from jobs.protobuf import INTERNAL, ROWTIME, Decoder, find_message
 
 
 def booking_decoder(columns: list[str] | None = None) -> Decoder:
@@ -53,7 +53,7 @@ def test_every_field_kind_decodes_like_protobufs_json_mapping() -> None:
 def test_only_the_columns_asked_for_are_decoded() -> None:
     events = list(booking_logs(10, seed=1))
     batch = booking_decoder(["status", "lat"]).decode([e.SerializeToString() for e in events]).batch
-    assert batch.column_names == ["status", "lat", ROWTIME, "__sentinel", "__events"]
+    assert batch.column_names == ["status", "lat", ROWTIME, *INTERNAL]
     assert batch.column("lat").to_pylist() == [e.lat for e in events]
 
 
