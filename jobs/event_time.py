@@ -67,13 +67,26 @@ def _active(clocks: Mapping[Partition, Clock], now: float, idle_s: float) -> lis
 
 
 def bounds(
-    clocks: Mapping[Partition, Clock], watermark: int, planned_at: float, delay_us: int, idle_s: float
+    clocks: Mapping[Partition, Clock],
+    watermark: int,
+    planned_at: float,
+    delay_us: int,
+    idle_s: float,
+    tails: Mapping[Partition, int] | None = None,
 ) -> dict[Partition, Bound]:
-    """Each partition's Bound in the batch planned at `planned_at` with `clocks` and `watermark`."""
+    """Each partition's Bound in the batch planned at `planned_at` with `clocks` and `watermark`. `tails`: the event
+    time of the last event of each range the batch reads, as the planner fetched it; the others' bound takes it into
+    account (their latest after the batch is at least that), so the marker is current, not a batch behind."""
+    tails = tails or {}
     active = _active(clocks, planned_at, idle_s)
+
+    def latest(q: Partition) -> int | None:
+        known, tail = clocks[q].latest, tails.get(q)
+        return tail if known is None else known if tail is None else max(known, tail)
+
     out = {}
     for p, clock in clocks.items():
-        others = [clocks[q].latest for q in active if q != p]
+        others = [latest(q) for q in active if q != p]
         held = any(t is None for t in others)
         least = None if held or not others else min(t for t in others if t is not None)
         out[p] = Bound(watermark, clock.latest, least, held, delay_us)

@@ -267,9 +267,37 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if end.positions == begin.positions and not end.gaps and watermark <= applied:
             return start  # nothing to read, and Spark has the watermark: no batch
         initial = begin.positions if begin.new else None
+        tails = self._tails(batch_ranges(begin, end)) if self.opts.clock_dir is not None else {}
         return replace(
-            end, flush=begin.flush, initial=initial, clocks=clocks, watermark=watermark, applied=applied, planned_at=now
+            end,
+            flush=begin.flush,
+            initial=initial,
+            clocks=clocks,
+            watermark=watermark,
+            applied=applied,
+            planned_at=now,
+            tails=tails,
         ).to_json()
+
+    def _tails(self, ranges: dict[Partition, tuple[int, int]]) -> dict[Partition, int]:
+        """The event time of each range's last event (when it has one): fetched, one event per partition."""
+        out: dict[Partition, int] = {}
+        decoder = self.opts.decoder()
+        c = self.consumer
+        for p, (_, stop) in ranges.items():
+            c.assign([TopicPartition(p.topic, p.partition, stop - 1)])
+            try:
+                deadline = time.monotonic() + 1.0
+                while time.monotonic() < deadline:
+                    msgs = [m for m in c.consume(1, timeout=PROBE_POLL_S) if m.error() is None]
+                    if msgs:  # a later offset: the last one is a transaction marker
+                        latest = decoder.decode([msgs[0].value()]).latest if msgs[0].offset() == stop - 1 else None
+                        if latest is not None:
+                            out[p] = latest
+                        break
+            finally:
+                c.unassign()
+        return out
 
     def _event_time(
         self, begin: SourceOffset, end: SourceOffset, now: float
@@ -296,9 +324,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = SourceOffset.from_json(start), SourceOffset.from_json(end)
         # All from the offsets, so a replayed batch is the same.
-        limits = bounds(
-            last.clocks, last.watermark, last.planned_at, self.opts.delay_us, self.stream.idle_timeout.total_seconds()
-        )
+        idle_s = self.stream.idle_timeout.total_seconds()
+        limits = bounds(last.clocks, last.watermark, last.planned_at, self.opts.delay_us, idle_s, last.tails)
         parts: list[InputPartition] = [
             RangePartition(p.topic, p.partition, begin, stop, last.applied, limits.get(p))
             for p, (begin, stop) in batch_ranges(first, last).items()

@@ -11,7 +11,8 @@ Spark checkpoints a source offset as JSON and hands it back as the start of the 
      "clocks": {...},          each partition's event time: [folded through offset, latest µs, active at s]
      "watermark": µs,          the stream's watermark, the minimum over partitions (jobs/event_time.py)
      "applied": µs,            the watermark Spark applies in this batch (the latest earlier rows gave it)
-     "planned_at": s}          when this batch was planned (which partitions are idle)
+     "planned_at": s,          when this batch was planned (which partitions are idle)
+     "tails": {...}}           the event time of each range's last event, as planned
 
 Planning is a pure function of the start offset, what the broker holds and the read limit, so that its guarantees
 (every end within what exists, the limit kept, progress while a backlog exists) are tested without a broker.
@@ -141,6 +142,7 @@ class SourceOffset:
     watermark: int = 0
     applied: int = 0
     planned_at: float = 0.0
+    tails: Positions = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Canonical (sorted) JSON: Spark tells 'no new data' by comparing offsets' JSON text."""
@@ -158,6 +160,8 @@ class SourceOffset:
             for p in sorted(self.clocks):
                 clocks.setdefault(p.topic, {})[str(p.partition)] = self.clocks[p].to_json()
             d["clocks"] = clocks
+        if self.tails:
+            d["tails"] = _positions_json(self.tails)
         for key in ("watermark", "applied", "planned_at"):
             if getattr(self, key):
                 d[key] = getattr(self, key)
@@ -186,6 +190,7 @@ class SourceOffset:
             int(d.get("watermark", 0)),
             int(d.get("applied", 0)),
             float(d.get("planned_at", 0.0)),
+            _positions(d.get("tails", {})),
         )
 
     @property

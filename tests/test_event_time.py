@@ -151,3 +151,12 @@ def test_an_events_last_window_ends_where_sparks_does(spark: SparkSession, rule:
     got = rule.last_end(times)
     assert [ends[i] for i in range(len(times))] == got.tolist()
     assert rule.closed(times, int(got[2])).tolist() == (got <= got[2]).tolist()
+
+
+def test_the_bound_counts_the_other_ranges_last_events_as_planned() -> None:
+    """Planned tails make the marker current: in a query's first batch no partition has shown an event yet, but the
+    last event of each range is known, and every partition's latest after the batch is at least that."""
+    clocks = {P[0]: Clock(0, None, NOW), P[1]: Clock(0, None, NOW)}
+    limits = bounds(clocks, 0, NOW, DELAY, IDLE, {P[0]: 300 * S, P[1]: 200 * S})
+    assert limits[P[0]].marker(310 * S) == 140 * S and limits[P[1]].marker(205 * S) == 145 * S
+    assert bounds(clocks, 0, NOW, DELAY, IDLE, {P[0]: 300 * S})[P[0]].marker(310 * S) == 0  # P[1] unknown: held
