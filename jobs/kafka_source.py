@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, replace
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -480,7 +480,7 @@ class Lateness:
     rule: WindowRule
     watermark: int  # µs
 
-    @property
+    @cached_property  # one text for every late event of the range
     def reason(self) -> str:
         at = datetime.fromtimestamp(self.watermark / 1e6, UTC).isoformat()
         return f"late: every window of its event time ended by the stream's watermark {at}"
