@@ -141,7 +141,7 @@ def measurement(name: str) -> str:
     return name.replace("-", "_")  # a PromQL metric name has no '-'
 
 
-def rss_mb(pid: int) -> tuple[float, float, float]:
+def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float, float, float]:
     """Resident memory of the dagger started as `pid` (a session leader): RSS of its process group, RSS of its
     process tree, and the tree's proportional set size (PSS).
 
@@ -149,7 +149,7 @@ def rss_mb(pid: int) -> tuple[float, float, float]:
     source planning and reading) put themselves in process groups of their own (os.setpgid in pyspark/daemon.py),
     so only the tree, every descendant of `pid`, has them and their forked workers. RSS counts a page shared by
     forked processes (or a file mapped by several) once per process; PSS shares it out, so the tree's PSS is the
-    memory the dagger takes from the machine."""
+    memory the dagger takes from the machine. `per_process`: each process's peak RSS so far, by `_role`."""
     procs: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, pgrp, rss pages)
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -168,7 +168,26 @@ def rss_mb(pid: int) -> tuple[float, float, float]:
             todo.extend(children.get(p, ()))
     page = resource.getpagesize() / 2**20
     group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
+    if per_process is not None:
+        for p in tree & procs.keys():  # a daemon is in the group until it makes its own: marked as last seen
+            role = f"{_role(p)} [{p}]"
+            mb = max(per_process.pop(role, per_process.pop(f"{role} (group)", 0.0)), procs[p][2] * page)
+            per_process[f"{role} (group)" if procs[p][1] == pid else role] = mb
     return group, sum(procs[p][2] for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
+
+
+def _role(pid: int) -> str:
+    """What a process of the dagger's tree is, from its command line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return "?"
+    if Path(argv[0]).name == "java":
+        return "JVM: Spark's launcher" if "org.apache.spark.launcher.Main" in argv else "JVM: Spark driver"
+    if "-m" in argv[:-1]:
+        module = argv[argv.index("-m") + 1]
+        return f"Python: {module} {' '.join(argv[argv.index('-m') + 2 :])}".strip() if "daemon" in module else module
+    return " ".join(argv)[:60]
 
 
 def _pss_kb(pid: int) -> int:
@@ -462,6 +481,7 @@ class Startup:
     first_row_s: float | None  # process start -> first sample of the dagger's measurement in VictoriaMetrics
     peak_rss_mb: float  # the process tree's (rss_mb), until the first row
     peak_group_rss_mb: float  # the process group's
+    per_process_mb: dict[str, float]  # each process's peak RSS, by role
     peak_pss_mb: float  # the process tree's proportional set size
 
 
@@ -511,6 +531,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
     metric = f"{measurement('surge-startup')}_num_of_bookings"
     timeline_path, log_path = state / "startup-timeline.jsonl", state / "startup.log"
     peak = [0.0, 0.0, 0.0]  # process group RSS, process tree RSS, process tree PSS
+    per_process: dict[str, float] = {}
     first_row: float | None = None
     with log_path.open("w") as log:
         t0 = time.time()
@@ -524,7 +545,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
 
         def sample_rss() -> None:
             while not done.is_set():
-                sample = rss_mb(proc.pid)
+                sample = rss_mb(proc.pid, per_process)
                 peak[:] = [max(a, b) for a, b in zip(peak, sample, strict=True)]
                 done.wait(0.2)
 
@@ -609,7 +630,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
         (f"first rows written by the sink (in batch {'?' if in_batch is None else in_batch})", None, first_write),
         ("(b) first row queryable in VictoriaMetrics", between(first_write, first_row), first_row),
     ]
-    return Startup(phases, planned, first_row, peak[1], peak[0], peak[2])
+    return Startup(phases, planned, first_row, peak[1], peak[0], per_process, peak[2])
 
 
 def startup_table(s: Startup) -> Table:
@@ -639,6 +660,17 @@ def startup_table(s: Startup) -> Table:
         "",
         "none in 300 s" if row is None else f"{row:.1f} s: {'met' if row <= TARGET_FIRST_ROW_S else 'NOT met'}",
     )
+    return table
+
+
+def processes_table(s: Startup) -> Table:
+    """Each process of the start-up run's tree, by its peak RSS (processes of under 10 MB left out)."""
+    table = Table(title="Its processes, by peak RSS until the first row", title_justify="left")
+    table.add_column("process [pid]")
+    table.add_column("peak RSS", justify="right")
+    for role, mb in sorted(s.per_process_mb.items(), key=lambda kv: -kv[1]):
+        if mb >= 10:
+            table.add_row(role, f"{mb:,.0f} MB")
     return table
 
 
@@ -754,6 +786,7 @@ def main(events: int, rate: int, latency_s: float) -> int:
     console.print(table)
     console.print(f"end-to-end ratio (dagger incl. start-up / baseline): {dagger.rate / base.rate:.2f}")
     console.print(startup_table(boot))
+    console.print(processes_table(boot))
 
     def num(v: float | None, digits: int = 1) -> str:
         return "nan" if v is None else f"{v:.{digits}f}"
@@ -777,6 +810,7 @@ def main_startup() -> int:
         finally:
             stack.down()
     console.print(startup_table(boot))
+    console.print(processes_table(boot))
     first_row = "nan" if boot.first_row_s is None else f"{boot.first_row_s:.1f}"
     print(f"startup_first_row_s={first_row} peak_rss_mb={boot.peak_rss_mb:.0f} peak_pss_mb={boot.peak_pss_mb:.0f}")
     return 0
