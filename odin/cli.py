@@ -97,6 +97,8 @@ def up(
     if report.removed:
         console.print(f"removed nodes stopped: {', '.join(report.removed)}")
     console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
+    if report.registry_revision:
+        console.print(f"registry: migrated to revision {report.registry_revision}")
     for f in report.playbook.failures:
         err.print(f"[bold red]failed[/] {f.host} / {f.task}:\n{f.message}")
     if report.nodes:

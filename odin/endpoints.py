@@ -39,6 +39,11 @@ class Endpoints:
         return f"postgresql://postgres@{self._addr('postgres', 'postgres')}/daggers"
 
     @property
+    def registry_url(self) -> str:
+        """The platform registry (odin/registry): its own database on the platform's PostgreSQL."""
+        return f"postgresql+psycopg://postgres@{self._addr('postgres', 'postgres')}/registry"
+
+    @property
     def spark_master_url(self) -> str:
         return f"spark://{self._addr('spark_master', 'master')}"
 

@@ -25,7 +25,10 @@ class Service(StrEnum):
 
 
 # A service converged on its own also needs these running.
-REQUIRES: dict[Service, frozenset[Service]] = {Service.spark_worker: frozenset({Service.spark_master})}
+REQUIRES: dict[Service, frozenset[Service]] = {
+    Service.spark_worker: frozenset({Service.spark_master}),
+    Service.airflow: frozenset({Service.postgres}),  # its metadata database
+}
 
 PortName = Literal[
     "kafka",

@@ -11,10 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import create_engine
+
 from odin import health, processes
 from odin.ansible import PlaybookResult, run_playbook
+from odin.endpoints import Endpoints
 from odin.inventory import build_inventory
 from odin.paths import BIN_DIR, REPO
+from odin.registry import migrate
 from odin.spec import AppliedStack, Service, StackSpec
 from odin.terraform import Plan, Terraform
 
@@ -50,6 +54,7 @@ class UpReport:
     removed: list[str]
     playbook: PlaybookResult
     nodes: list[NodeStatus] = field(default_factory=list)
+    registry_revision: str | None = None  # the platform registry's, when PostgreSQL was converged
 
     @property
     def ok(self) -> bool:
@@ -77,6 +82,16 @@ def tools() -> dict[str, str]:
         "airflow_version": importlib.metadata.version("apache-airflow"),
         "bin_dir": str(BIN_DIR),
     }
+
+
+def migrate_registry(url: str) -> str:
+    """Create the registry's database if needed and migrate it to this code's newest revision."""
+    migrate.ensure_database(url)
+    engine = create_engine(url)
+    try:
+        return migrate.upgrade(engine)
+    finally:
+        engine.dispose()
 
 
 def node_status(node: Node, managed: bool = True) -> NodeStatus:
@@ -167,7 +182,11 @@ class Stack:
             self.state_dir, self.environment
         )
         statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
-        return UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
+        report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
+        if Service.postgres in spec.selected and report.ok:
+            say("registry: migrate")
+            report.registry_revision = migrate_registry(Endpoints(planned).registry_url)
+        return report
 
     def down(self, purge: bool = False, progress: Progress | None = None) -> DownReport:
         """Stop every process of the environment. `purge` also destroys the Terraform state and all data."""

@@ -45,7 +45,11 @@ locals {
 
   settings = {
     spark-master   = {}
-    airflow-server = { parallelism = tostring(var.airflow_parallelism) }
+    airflow-server = {
+      parallelism = tostring(var.airflow_parallelism)
+      # Airflow's metadata in its own database on the platform's PostgreSQL, as in production
+      metadata_db = "postgresql+psycopg://postgres@${var.bind_host}:${local.ports.postgres}/airflow"
+    }
   }
 }
 

@@ -1,0 +1,85 @@
+"""The registry's rows as typed records: what the store takes and returns."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ClusterState = Literal["provisioning", "ready", "failed", "destroying", "destroyed"]
+DaggerState = Literal["deploying", "running", "stopping", "stopped", "failed"]
+Outcome = Literal["ok", "refused", "failed"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ClusterRecord(Record):
+    team: str
+    name: str
+    environment: str
+    masters: int
+    workers: int
+    worker_cores: int
+    worker_memory: str
+    state: ClusterState
+    terraform_state: str
+    addresses: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.team}/{self.name}"
+
+
+class DaggerRecord(Record):
+    team: str
+    name: str
+    spec: dict[str, Any]
+    spec_version: int
+    checkpoint: str
+    state: DaggerState
+    cluster: str | None = None
+    submission_id: str | None = None
+    schema_versions: dict[str, int] = Field(default_factory=dict)  # stream name -> schema version locked to
+    since: datetime | None = None
+    created_at: datetime | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.team}/{self.name}"
+
+
+class StreamRecord(Record):
+    name: str
+    kafka_cluster: str
+    bootstrap_servers: str
+    topics: list[str]
+    proto: str
+    schema_version: int
+    description: str = ""
+    perf_twin_of: str | None = None
+    updated_at: datetime | None = None
+
+
+class SchemaVersion(Record):
+    stream: str
+    version: int
+    fingerprint: str
+    proto: str
+    descriptor_set: str  # base64
+    created_at: datetime | None = None
+
+
+class HistoryEntry(Record):
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    subject: str
+    outcome: Outcome
+    message: str = ""
+    detail: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,146 @@
+"""The platform registry's tables (SQLAlchemy Core). Migrations (odin/registry/migrations) create exactly these;
+a test compares the two, so a change here without a migration fails.
+
+Who may do what (teams, members), what can be read (streams and their schema versions), where daggers run
+(clusters), what runs (daggers), and what was done (history, append-only).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+# Deterministic constraint names, so migrations can refer to them.
+metadata = MetaData(
+    naming_convention={
+        "pk": "pk_%(table_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+    }
+)
+
+SLUG_SQL = "^[a-z][a-z0-9-]{0,62}$"  # jobs.spec.SLUG: team, cluster, dagger and stream names
+CLUSTER_STATES = ("provisioning", "ready", "failed", "destroying", "destroyed")
+DAGGER_STATES = ("deploying", "running", "stopping", "stopped", "failed")
+OUTCOMES = ("ok", "refused", "failed")
+
+
+def _now() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+teams = Table(
+    "teams",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("description", Text, nullable=False, server_default=""),
+    _now(),
+    CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
+)
+
+members = Table(
+    "members",
+    metadata,
+    Column("team", String(63), ForeignKey("teams.name", ondelete="CASCADE"), primary_key=True),
+    Column("username", String(128), primary_key=True),
+    _now(),
+)
+
+streams = Table(
+    "streams",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("kafka_cluster", String(63), nullable=False),
+    Column("bootstrap_servers", Text, nullable=False),
+    Column("topics", JSONB, nullable=False),
+    Column("proto", String(255), nullable=False),
+    Column("perf_twin_of", String(63), ForeignKey("streams.name"), nullable=True),
+    Column("schema_version", Integer, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
+)
+
+# Every schema a stream has had: a dagger is locked to one (its fingerprint), so a later change is judged against
+# what running daggers decode with.
+schema_versions = Table(
+    "schema_versions",
+    metadata,
+    Column("stream", String(63), ForeignKey("streams.name", ondelete="CASCADE"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("proto", String(255), nullable=False),
+    Column("descriptor_set", Text, nullable=False),  # base64 FileDescriptorSet of the message and its imports
+    _now(),
+    UniqueConstraint("stream", "fingerprint", name="uq_schema_versions_stream_fingerprint"),
+)
+
+clusters = Table(
+    "clusters",
+    metadata,
+    Column("team", String(63), ForeignKey("teams.name"), primary_key=True),
+    Column("name", String(63), primary_key=True),
+    Column("environment", String(32), nullable=False),
+    Column("masters", Integer, nullable=False),
+    Column("workers", Integer, nullable=False),
+    Column("worker_cores", Integer, nullable=False),
+    Column("worker_memory", String(16), nullable=False),
+    Column("addresses", JSONB, nullable=False, server_default="{}"),  # master URLs, REST URL, UIs
+    Column("state", String(16), nullable=False),
+    Column("terraform_state", Text, nullable=False),  # where the cluster's own Terraform state lives
+    _now(),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
+    CheckConstraint(f"state IN {CLUSTER_STATES}", name="state"),
+    CheckConstraint("masters >= 1 AND workers >= 1", name="size"),
+)
+
+daggers = Table(
+    "daggers",
+    metadata,
+    Column("team", String(63), ForeignKey("teams.name"), primary_key=True),
+    Column("name", String(63), primary_key=True),
+    Column("spec", JSONB, nullable=False),
+    Column("spec_version", Integer, nullable=False),  # 1, 2, ... per update
+    Column("schema_versions", JSONB, nullable=False, server_default="{}"),  # stream name -> version it is locked to
+    Column("cluster", String(63), nullable=True),
+    Column("submission_id", String(128), nullable=True),
+    Column("checkpoint", Text, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("since", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    _now(),
+    ForeignKeyConstraint(["team", "cluster"], ["clusters.team", "clusters.name"], name="fk_daggers_cluster"),
+    CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
+    CheckConstraint(f"state IN {DAGGER_STATES}", name="state"),
+)
+
+# Append-only (a trigger refuses UPDATE and DELETE): who did what, when, and how it ended.
+history = Table(
+    "history",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("actor", String(128), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("subject", Text, nullable=False, index=True),  # "cluster:team/name", "dagger:team/name", "stream:name"
+    Column("outcome", String(16), nullable=False),
+    Column("message", Text, nullable=False, server_default=""),
+    Column("detail", JSONB, nullable=False, server_default="{}"),
+    CheckConstraint(f"outcome IN {OUTCOMES}", name="outcome"),
+)
