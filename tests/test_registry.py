@@ -149,7 +149,9 @@ def test_clusters_and_daggers_round_trip_and_keep_their_references(registry: Reg
     registry.put_dagger(dagger)
     registry.set_dagger_state("pricing", "surge", "running", submission_id="driver-1")
     running = registry.daggers(cluster="c1", states=["running"])
-    assert [(d.name, d.submission_id, d.schema_versions) for d in running] == [("surge", "driver-1", {"booking-log": 1})]
+    assert [(d.name, d.submission_id, d.schema_versions) for d in running] == [
+        ("surge", "driver-1", {"booking-log": 1})
+    ]
     registry.put_dagger(dagger.model_copy(update={"spec_version": 2, "state": "deploying"}))  # an update
     assert registry.dagger("pricing", "surge").spec_version == 2  # type: ignore[union-attr]
     with pytest.raises(IntegrityError):  # a dagger on a cluster the registry does not know
