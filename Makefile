@@ -7,17 +7,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 UV_VERSION := 0.13.9
+BUF_VERSION := 1.75.0
+BUF := .local/npm/node_modules/.bin/buf
 STAMPS := .local/stamps
 APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 postgresql-client-15
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROTOS := $(shell find protos -name '*.proto')
 
-.PHONY: help setup apt venv protos jvm up down status test demo bench lint fmt lock clean
+.PHONY: help setup apt venv protos jvm buf up down status test demo bench lint fmt lock clean
 
 help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-setup: apt venv protos jvm ## install what is missing: Debian packages, .venv from the lock, compiled protos, JVM archive
+setup: apt venv protos jvm buf ## install what is missing: Debian packages, .venv from the lock, protos, JVM archive, buf
 
 apt: ## Debian packages (only the missing ones)
 	@missing=$$(for p in $(APT_PACKAGES); do \
@@ -51,6 +53,14 @@ jvm: $(STAMPS)/jvm ## class-data archive of Spark's classes: the driver JVM star
 $(STAMPS)/jvm: $(STAMPS)/venv jobs/jvm_archive.py
 	$(PY) -m jobs.jvm_archive
 	@touch $@
+
+buf: $(STAMPS)/buf ## buf (npm @bufbuild/buf), which judges schema changes of the stream catalog
+
+$(STAMPS)/buf:
+	@command -v npm >/dev/null || { echo "apt: installing npm"; $(SUDO) apt-get install -y -qq --no-install-recommends npm >/dev/null; }
+	npm install --prefix .local/npm --no-save --no-audit --no-fund --loglevel=error @bufbuild/buf@$(BUF_VERSION)
+	@$(BUF) --version >/dev/null
+	@mkdir -p $(STAMPS) && touch $@
 
 up: setup ## start (or converge) the local stack: make up WORKERS=3 ONLY=kafka_broker,victoria_metrics
 	$(VENV)/bin/odin up $(if $(WORKERS),--workers $(WORKERS)) $(if $(ONLY),--only $(ONLY))

@@ -11,6 +11,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from odin.catalog import CatalogError
+from odin.catalog.schemas import BufError
+from odin.catalog.sync import StreamSync
+from odin.endpoints import Endpoints
+from odin.registry import Registry, RegistryError
 from odin.spec import Service
 from odin.stack import NodeStatus, PreflightError, Stack
 from odin.terraform import TerraformError
@@ -99,6 +104,8 @@ def up(
     console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
     if report.registry_revision:
         console.print(f"registry: migrated to revision {report.registry_revision}")
+    if report.catalog:
+        _print_catalog_sync(report.catalog)
     for f in report.playbook.failures:
         err.print(f"[bold red]failed[/] {f.host} / {f.task}:\n{f.message}")
     if report.nodes:
@@ -138,6 +145,63 @@ def status(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
     console.print(_status_table(nodes, f"environment {env}"))
     if not all(n.ok for n in nodes):
         raise typer.Exit(1)
+
+
+catalog_app = typer.Typer(help="The stream catalog (odin/catalog/streams.yaml) and its schema versions.")
+app.add_typer(catalog_app, name="catalog")
+
+
+def _print_catalog_sync(results: list[StreamSync]) -> None:
+    table = Table(title="stream catalog → registry", title_justify="left")
+    for col in ("stream", "result", "schema version", "detail"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        verdict = f"[red]{r.verdict}[/]" if not r.ok else r.verdict
+        detail = "; ".join(r.findings)
+        if r.daggers_on_old:
+            detail += ("; " if detail else "") + "daggers on the old version: " + ", ".join(r.daggers_on_old)
+        table.add_row(r.name, verdict, str(r.schema_version), detail)
+    console.print(table)
+    refused = [r.name for r in results if not r.ok]
+    if refused:
+        err.print(
+            f"[bold red]refused:[/] {', '.join(refused)}: the new schema is not wire-compatible with the registered "
+            "one; make the change compatible (add fields, never renumber or retype), or publish it as a new stream"
+        )
+
+
+@catalog_app.command("sync")
+def catalog_sync_command(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+    """Load the catalog into the environment's registry; refuses schema changes that break the wire format."""
+    stack = Stack(env, state_dir)
+    try:
+        results = stack.sync_catalog()
+    except (CatalogError, RegistryError, LookupError, BufError) as e:
+        raise _fail(str(e)) from None
+    _print_catalog_sync(results)
+    if not all(r.ok for r in results):
+        raise typer.Exit(1)
+
+
+@catalog_app.command("list")
+def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+    """The streams in the environment's registry: topics, message, schema version."""
+    try:
+        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+    except (RegistryError, LookupError) as e:
+        raise _fail(str(e)) from None
+    try:
+        streams = registry.streams()
+    finally:
+        registry.close()
+    table = Table(title=f"streams ({env})", title_justify="left")
+    for col in ("stream", "topics", "message", "schema version", "Kafka", "description"):
+        table.add_column(col, overflow="fold")
+    for st in streams:
+        table.add_row(
+            st.name, ", ".join(st.topics), st.proto, str(st.schema_version), st.bootstrap_servers, st.description
+        )
+    console.print(table)
 
 
 def main() -> None:  # pragma: no cover - console script shim

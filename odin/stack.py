@@ -13,12 +13,14 @@ from typing import Any
 
 from sqlalchemy import create_engine
 
-from odin import health, processes
+from odin import catalog, health, processes
 from odin.ansible import PlaybookResult, run_playbook
+from odin.catalog import sync as catalog_sync
+from odin.catalog.sync import StreamSync
 from odin.endpoints import Endpoints
 from odin.inventory import build_inventory
 from odin.paths import BIN_DIR, REPO
-from odin.registry import migrate
+from odin.registry import Registry, migrate
 from odin.spec import AppliedStack, Service, StackSpec
 from odin.terraform import Plan, Terraform
 
@@ -55,10 +57,11 @@ class UpReport:
     playbook: PlaybookResult
     nodes: list[NodeStatus] = field(default_factory=list)
     registry_revision: str | None = None  # the platform registry's, when PostgreSQL was converged
+    catalog: list[StreamSync] = field(default_factory=list)  # the stream catalog loaded into it
 
     @property
     def ok(self) -> bool:
-        return self.playbook.ok and all(n.ok for n in self.nodes)
+        return self.playbook.ok and all(n.ok for n in self.nodes) and all(s.ok for s in self.catalog)
 
 
 @dataclass
@@ -186,7 +189,19 @@ class Stack:
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")
             report.registry_revision = migrate_registry(Endpoints(planned).registry_url)
+            if any(n["role"] == Service.kafka_broker for n in planned.values()):
+                say("registry: load the stream catalog")
+                report.catalog = self.sync_catalog(planned)
         return report
+
+    def sync_catalog(self, nodes: dict[str, Node] | None = None, actor: str = "odin") -> list[StreamSync]:
+        """Load the stream catalog into this environment's registry (odin/catalog)."""
+        where = Endpoints(nodes if nodes is not None else self.nodes())
+        registry = Registry.connect(where.registry_url)
+        try:
+            return catalog_sync.sync(registry, catalog.load(), self.environment, where.kafka_bootstrap, actor)
+        finally:
+            registry.close()
 
     def down(self, purge: bool = False, progress: Progress | None = None) -> DownReport:
         """Stop every process of the environment. `purge` also destroys the Terraform state and all data."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from sqlalchemy import create_engine, make_url, text
 
 # Airflow reads AIRFLOW_HOME when first imported: point it at a temp dir before any test imports it.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="daggers-airflow-"))
@@ -25,6 +26,7 @@ from jobs.session import spark_session
 from odin.endpoints import Endpoints
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
+from odin.registry import Registry, migrate
 from odin.spec import Service
 from odin.stack import Stack, UpReport
 
@@ -107,3 +109,37 @@ def consume_all(bootstrap: str, topic: str) -> list[Any]:
 
 def latest_by_key(records: list[Any]) -> dict[bytes, Any]:
     return {m.key(): m for m in records}  # in offset order per partition; one key lives in one partition
+
+
+# -- the platform registry ---------------------------------------------------------------------------------
+
+
+def _drop(url: str) -> None:
+    target = make_url(url)
+    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def empty_db(services: Services) -> Iterator[str]:
+    """A database of its own on the stack's PostgreSQL, dropped afterwards."""
+    url = str(make_url(services.registry_url).set(database=f"registry_{uuid.uuid4().hex[:10]}"))
+    migrate.ensure_database(url)
+    try:
+        yield url
+    finally:
+        _drop(url)
+
+
+@pytest.fixture
+def registry(empty_db: str) -> Iterator[Registry]:
+    engine = create_engine(empty_db)
+    migrate.upgrade(engine)
+    engine.dispose()
+    reg = Registry.connect(empty_db)
+    try:
+        yield reg
+    finally:
+        reg.close()

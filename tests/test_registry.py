@@ -2,50 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, make_url, text
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from odin.registry import Refused, Registry, RegistryError, migrate
 from odin.registry.records import ClusterRecord, DaggerRecord, StreamRecord
 from odin.registry.schema import metadata
 from tests.conftest import Services
-
-
-def _drop(url: str) -> None:
-    target = make_url(url)
-    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)'))
-    admin.dispose()
-
-
-@pytest.fixture
-def empty_db(services: Services) -> Iterator[str]:
-    """A database of its own on the stack's PostgreSQL, dropped afterwards."""
-    url = str(make_url(services.registry_url).set(database=f"registry_{uuid.uuid4().hex[:10]}"))
-    migrate.ensure_database(url)
-    try:
-        yield url
-    finally:
-        _drop(url)
-
-
-@pytest.fixture
-def registry(empty_db: str) -> Iterator[Registry]:
-    engine = create_engine(empty_db)
-    migrate.upgrade(engine)
-    engine.dispose()
-    reg = Registry.connect(empty_db)
-    try:
-        yield reg
-    finally:
-        reg.close()
 
 
 def test_odin_up_created_and_migrated_the_registry(services: Services) -> None:
