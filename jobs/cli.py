@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobs.plan import DaggerPlan, plan_dagger
-from jobs.spec import SpecError, json_schema, load_spec
+from jobs.spec import DaggerSpec, SpecError, json_schema, load_spec, resolve_streams
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,9 +46,22 @@ class BrokerUnreachable(RuntimeError):
     """A stream's Kafka brokers did not answer."""
 
 
+def _resolved(spec: DaggerSpec, state_dir: Path | None) -> DaggerSpec:
+    """Catalog streams (`stream: booking-log`) looked up in the local environment's registry."""
+    if all(s.resolved for s in spec.streams):
+        return spec
+    from odin.catalog.lookup import registry_streams
+    from odin.registry import RegistryError
+
+    try:
+        return resolve_streams(spec, registry_streams("local", state_dir))
+    except RegistryError as e:
+        raise SpecError(f"streams: {e}") from None
+
+
 def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:
     try:
-        return plan_dagger(load_spec(spec_path), state_dir)
+        return plan_dagger(_resolved(load_spec(spec_path), state_dir), state_dir)
     except SpecError as e:
         err.print(f"[bold red]invalid dagger spec {spec_path}[/]")
         for line in str(e).splitlines():

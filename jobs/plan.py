@@ -62,6 +62,8 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
     """Resolve schemas, translate and check the SQL. Raises SpecError with every reason it finds."""
     decoders: dict[str, Decoder] = {}
     for i, stream in enumerate(spec.streams):
+        if not stream.resolved:  # callers resolve catalog streams (jobs.spec.resolve_streams) before planning
+            raise SpecError(f"streams.{i}.stream: {stream.stream!r} was not looked up in the catalog")
         try:
             desc = find_message(stream.proto, spec.schemas)
             decoders[stream.table] = Decoder(desc, stream.timestamp_field)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
@@ -81,8 +82,15 @@ class KafkaSettings(Model):
 
 class StreamSpec(Model):
     table: str = Field(pattern=IDENTIFIER, description="The table name the SQL uses for this stream.")
-    topics: list[str] = Field(min_length=1, description="Topics sharing one schema.")
-    proto: str = Field(description="Full protobuf message name, e.g. daggers.events.BookingLog.")
+    stream: str | None = Field(
+        None,
+        pattern=SLUG,
+        description="A stream of the platform's catalog (`odin catalog list`), e.g. booking-log: its topics, message "
+        "and Kafka cluster come from there, and a deployed dagger is locked to its schema version. Otherwise give "
+        "`topics` and `proto`.",
+    )
+    topics: list[str] = Field(default_factory=list, description="Topics sharing one schema (unless `stream`).")
+    proto: str = Field("", description="Full protobuf message name, e.g. daggers.events.BookingLog (unless `stream`).")
     timestamp_field: str = Field(
         "event_timestamp",
         description="Field giving event time (google.protobuf.Timestamp, or epoch seconds/milliseconds); "
@@ -98,9 +106,29 @@ class StreamSpec(Model):
         None, description="Where undecodable and late events go (default: `<first topic>.dlq`)."
     )
 
+    @model_validator(mode="after")
+    def _source(self) -> StreamSpec:
+        if self.stream is None and not (self.topics and self.proto):
+            missing = " and ".join(f for f in ("topics", "proto") if not getattr(self, f))
+            raise ValueError(f"{missing}: required unless `stream` names a stream of the catalog (odin catalog list)")
+        return self
+
+    @property
+    def resolved(self) -> bool:
+        """Whether topics and message are known (a catalog stream is, once resolve_streams has looked it up)."""
+        return bool(self.topics and self.proto)
+
     @property
     def dead_letter_topic(self) -> str:
         return self.dlq_topic or f"{self.topics[0]}.dlq"
+
+
+class CatalogEntry(Protocol):
+    """What resolving a catalog stream needs (odin.registry.records.StreamRecord has it)."""
+
+    topics: list[str]
+    proto: str
+    bootstrap_servers: str
 
 
 class LogSink(Model):
@@ -228,6 +256,30 @@ class DaggerSpec(Model):
 
 class SpecError(ValueError):
     """A spec that does not validate: the message names each bad field."""
+
+
+def resolve_streams(spec: DaggerSpec, lookup: Callable[[str], CatalogEntry | None]) -> DaggerSpec:
+    """The spec with each catalog stream's topics, message and bootstrap servers filled in from `lookup` (the
+    registry). Topics or a message a spec gives for a catalog stream must be the catalog's."""
+    streams, errors = [], []
+    for i, s in enumerate(spec.streams):
+        if s.stream is None:
+            streams.append(s)
+            continue
+        entry = lookup(s.stream)
+        if entry is None:
+            errors.append(f"streams.{i}.stream: no stream {s.stream!r} in the catalog (odin catalog list)")
+            continue
+        for field, given, known in (("topics", s.topics, entry.topics), ("proto", s.proto, entry.proto)):
+            if given and given != known:
+                errors.append(
+                    f"streams.{i}.{field}: {given!r} is not the catalog's {known!r} for {s.stream}; leave it out"
+                )
+        kafka = s.kafka.model_copy(update={"bootstrap_servers": entry.bootstrap_servers})
+        streams.append(s.model_copy(update={"topics": list(entry.topics), "proto": entry.proto, "kafka": kafka}))
+    if errors:
+        raise SpecError("\n".join(errors))
+    return spec.model_copy(update={"streams": streams})
 
 
 def format_errors(e: ValidationError) -> str:

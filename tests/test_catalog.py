@@ -12,7 +12,9 @@ import pytest
 from grpc_tools import protoc
 
 import protos
+from jobs.spec import DaggerSpec, SpecError, parse_spec, resolve_streams
 from odin.catalog import CATALOG_FILE, CatalogError, load
+from odin.catalog.lookup import registry_streams
 from odin.catalog.schemas import Schema
 from odin.catalog.sync import sync
 from odin.paths import BIN_DIR
@@ -152,3 +154,51 @@ def test_odin_up_loaded_the_catalog_and_odin_catalog_shows_it(services: Services
     )
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert "booking-log-perf" in listed.stdout and services.kafka_bootstrap in listed.stdout
+
+
+def test_a_spec_names_a_catalog_stream_and_gets_its_topics_message_and_kafka(services: Services) -> None:
+    assert services.stack is not None
+    lookup = registry_streams("local", services.stack.state_dir)
+    spec = parse_spec(
+        {
+            "name": "surge",
+            "team": "pricing",
+            "streams": [{"table": "booking", "stream": "booking-log", "kafka": {"max_events_per_trigger": 1000}}],
+            "sql": "SELECT count(1) AS n FROM booking",
+        }
+    )
+    [stream] = resolve_streams(spec, lookup).streams
+    assert stream.topics == ["RIDE-booking-log", "CAR-booking-log", "SHOP-booking-log", "COMBO-booking-log"]
+    assert (stream.proto, stream.kafka.bootstrap_servers) == (BOOKING, services.kafka_bootstrap)
+    assert stream.kafka.max_events_per_trigger == 1000  # the spec's own settings stay
+
+    def with_stream(**fields: object) -> DaggerSpec:
+        return spec.model_copy(update={"streams": [spec.streams[0].model_copy(update=fields)]})
+
+    with pytest.raises(SpecError, match=r"streams.0.stream: no stream 'bookings' in the catalog"):
+        resolve_streams(with_stream(stream="bookings"), lookup)
+    with pytest.raises(SpecError, match=r"streams.0.topics: \['mine'\] is not the catalog's"):
+        resolve_streams(with_stream(topics=["mine"]), lookup)
+    with pytest.raises(SpecError, match=r"topics and proto: required unless `stream` names a stream of the catalog"):
+        parse_spec({**spec.model_dump(mode="json"), "streams": [{"table": "booking"}]})
+
+
+def test_dagger_validate_resolves_a_catalog_stream_in_the_environment(services: Services, tmp_path: Path) -> None:
+    assert services.stack is not None
+    spec = tmp_path / "surge.yaml"
+    spec.write_text(
+        "name: surge\nteam: pricing\nstreams:\n  - table: booking\n    stream: driver-location\n"
+        "sql: SELECT count(1) AS n FROM booking\n"
+    )
+    env = {**os.environ, "ODIN_HOME": str(services.stack.state_dir), "COLUMNS": "200"}
+    ok = subprocess.run(
+        [str(BIN_DIR / "dagger"), "validate", str(spec)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "driver-location-ping" in ok.stdout and "DriverLocationPing" in ok.stdout
+    nowhere = {**env, "ODIN_HOME": str(tmp_path / "no-environment")}
+    refused = subprocess.run(
+        [str(BIN_DIR / "dagger"), "validate", str(spec)], capture_output=True, text=True, env=nowhere, timeout=120
+    )
+    assert refused.returncode == 2
+    assert "environment 'local' has none: run `odin up`" in refused.stderr, refused.stderr

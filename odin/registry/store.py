@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Table, create_engine, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import OperationalError
 
 from odin.registry import migrate
 from odin.registry.records import (
@@ -46,7 +47,15 @@ class Registry:
         """`check`: refuse a database not migrated to this code's newest revision, naming the fix."""
         registry = cls(create_engine(url, pool_pre_ping=True))
         if check:
-            at, want = migrate.current(registry.engine), migrate.head()
+            try:
+                at = migrate.current(registry.engine)
+            except OperationalError as e:
+                registry.close()
+                where = registry.engine.url.render_as_string(hide_password=True)
+                raise RegistryError(
+                    f"cannot reach the registry at {where} ({e.orig}): is the environment up? `odin status`"
+                ) from None
+            want = migrate.head()
             if at != want:
                 raise RegistryError(
                     f"the registry at {registry.engine.url.render_as_string(hide_password=True)} is at revision "
