@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import getpass
+import re
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
+from jobs.spec import SLUG, format_errors
 from odin.catalog import CatalogError
 from odin.catalog.schemas import BufError
 from odin.catalog.sync import StreamSync
+from odin.cluster.lifecycle import ClusterError, ClusterReport, Clusters
+from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
-from odin.registry import Registry, RegistryError
+from odin.registry import Refused, Registry, RegistryError
+from odin.registry.records import ClusterRecord
 from odin.spec import Service
 from odin.stack import NodeStatus, PreflightError, Stack
 from odin.terraform import TerraformError
@@ -202,6 +211,158 @@ def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
             st.name, ", ".join(st.topics), st.proto, str(st.schema_version), st.bootstrap_servers, st.description
         )
     console.print(table)
+
+
+# -- teams and team clusters ----------------------------------------------------------------------------------
+
+team_app = typer.Typer(help="Teams and their members (who may deploy to which clusters).")
+cluster_app = typer.Typer(help="Team Spark clusters: create, scale, destroy, list.")
+app.add_typer(team_app, name="team")
+app.add_typer(cluster_app, name="cluster")
+
+
+@contextmanager
+def _registry(env: str, state_dir: Path | None) -> Iterator[Registry]:
+    """The environment's registry; a clear message and exit 2 if there is none."""
+    try:
+        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+    except LookupError:
+        raise _fail(f"environment {env!r} has no registry: run `odin up`") from None
+    except RegistryError as e:
+        raise _fail(str(e)) from None
+    try:
+        yield registry
+    finally:
+        registry.close()
+
+
+@team_app.command("add")
+def team_add(
+    name: Annotated[str, typer.Argument(help="Team name (a slug).")],
+    member: Annotated[list[str], typer.Option("--member", help="A user of the team (repeatable).")] = [],  # noqa: B006
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Add a team (if new) and members to it."""
+    if not re.fullmatch(SLUG, name):
+        raise _fail(f"team {name!r}: lowercase letters, digits and dashes, starting with a letter")
+    with _registry(env, state_dir) as registry:
+        registry.ensure_team(name)
+        for user in member:
+            registry.add_member(name, user)
+        console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}")
+
+
+@team_app.command("list")
+def team_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+    """Teams and their members."""
+    with _registry(env, state_dir) as registry:
+        table = Table(title="teams", title_justify="left")
+        table.add_column("team")
+        table.add_column("members")
+        for team in registry.teams():
+            table.add_row(team, ", ".join(registry.members(team)))
+        console.print(table)
+
+
+def _cluster_call(what: str, fn: Callable[[], object]) -> object:
+    try:
+        return fn()
+    except Refused as e:
+        raise _fail(f"refused: {e}") from None
+    except (ClusterError, TerraformError) as e:
+        raise _fail(f"{what} failed: {e}", 1) from None
+
+
+def _cluster_table(records: list[ClusterRecord], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("cluster", "environment", "state", "masters", "workers", "master URL", "REST", "since"):
+        table.add_column(col, overflow="fold")
+    for c in records:
+        state = {"ready": "[green]ready[/]", "failed": "[red]failed[/]"}.get(c.state, c.state)
+        since = f"{c.updated_at:%Y-%m-%d %H:%M}" if c.updated_at else ""
+        rest = ", ".join(c.addresses.get("rest_urls", []))
+        table.add_row(
+            c.qualified_name, c.environment, state, str(c.masters), f"{c.workers} x {c.worker_cores} cores, "
+            f"{c.worker_memory}", c.addresses.get("master_url", ""), rest, since,
+        )  # fmt: skip
+    return table
+
+
+@cluster_app.command("create")
+def cluster_create(
+    team: Annotated[str, typer.Argument(help="The team that owns the cluster.")],
+    name: Annotated[str, typer.Argument(help="The cluster's name.")],
+    environment: Annotated[str, typer.Option("--environment", help="local or gcp.")] = "local",
+    masters: Annotated[int, typer.Option("--masters", help="1: FILESYSTEM recovery; 2+: ZooKeeper.")] = 1,
+    workers: Annotated[int, typer.Option("--workers")] = 1,
+    worker_cores: Annotated[int, typer.Option("--worker-cores")] = 1,
+    worker_memory: Annotated[str, typer.Option("--worker-memory")] = "1g",
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Provision a team's Spark cluster: Terraform plan (shown), apply, Ansible, health, registry."""
+    fields = dict(team=team, name=name, environment=environment, masters=masters, workers=workers)
+    try:
+        spec = ClusterSpec.model_validate({**fields, "worker_cores": worker_cores, "worker_memory": worker_memory})
+    except ValidationError as e:
+        raise _fail(format_errors(e)) from None
+    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
+        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
+        report = _cluster_call("create", lambda: clusters.create(spec, getpass.getuser()))
+    assert isinstance(report, ClusterReport)
+    console.print(f"terraform: {report.plan_summary}")
+    console.print(_cluster_table([report.record], "created"))
+
+
+@cluster_app.command("scale")
+def cluster_scale(
+    team: Annotated[str, typer.Argument()],
+    name: Annotated[str, typer.Argument()],
+    workers: Annotated[int, typer.Option("--workers", help="The new number of workers (1-16).")],
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Add or remove workers; nothing else restarts."""
+    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
+        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
+        report = _cluster_call("scale", lambda: clusters.scale(team, name, workers, getpass.getuser()))
+    assert isinstance(report, ClusterReport)
+    console.print(f"terraform: {report.plan_summary}")
+    console.print(_cluster_table([report.record], "scaled"))
+
+
+@cluster_app.command("destroy")
+def cluster_destroy(
+    team: Annotated[str, typer.Argument()],
+    name: Annotated[str, typer.Argument()],
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Stop every process of the cluster and destroy it (refused while daggers run on it)."""
+    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
+        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
+        _cluster_call("destroy", lambda: clusters.destroy(team, name, getpass.getuser()))
+    console.print(f"cluster {team}/{name} destroyed")
+
+
+@cluster_app.command("list")
+def cluster_list(
+    team: Annotated[str | None, typer.Option("--team")] = None,
+    all_states: Annotated[bool, typer.Option("--all", help="Destroyed clusters too.")] = False,
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """The clusters of the registry: state, size, addresses."""
+    with _registry(env, state_dir) as registry:
+        records = [c for c in registry.clusters(team) if all_states or c.state != "destroyed"]
+    console.print(_cluster_table(records, f"clusters ({env})"))
+
+
+def _progress(status: Status, message: str) -> None:
+    status.update(f"[bold]odin[/] {message}")
+    if message.startswith(("terraform plan", "  ")):
+        console.print(message, markup=False, highlight=False)
 
 
 def main() -> None:  # pragma: no cover - console script shim

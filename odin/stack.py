@@ -87,6 +87,17 @@ def tools() -> dict[str, str]:
     }
 
 
+def extravars(environment: str, state_dir: Path) -> dict[str, Any]:
+    """What every Odin playbook is given."""
+    return {
+        "odin_environment": environment,
+        "odin_repo": str(REPO),
+        "odin_state_dir": str(state_dir),
+        "odin_is_root": os.geteuid() == 0,
+        "odin_tools": tools(),
+    }
+
+
 def migrate_registry(url: str) -> str:
     """Create the registry's database if needed and migrate it to this code's newest revision."""
     migrate.ensure_database(url)
@@ -111,13 +122,7 @@ class Stack:
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _extravars(self) -> dict[str, Any]:
-        return {
-            "odin_environment": self.environment,
-            "odin_repo": str(REPO),
-            "odin_state_dir": str(self.state_dir),
-            "odin_is_root": os.geteuid() == 0,
-            "odin_tools": tools(),
-        }
+        return extravars(self.environment, self.state_dir)
 
     def _playbook(
         self, name: str, nodes: dict[str, Node], limit: str | None, progress: Progress | None

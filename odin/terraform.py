@@ -61,13 +61,16 @@ def _diagnostics(events: Any, stderr: str = "") -> str:
 
 
 class Terraform:
-    """One environment's Terraform working directory, with its state and data dir under `state_dir`."""
+    """One Terraform root (an environment of terraform/environments/, or a team cluster's root under
+    terraform/clusters/) with its own state and data dir in `work_dir` (default: `<state_dir>/terraform/<env>`)."""
 
-    def __init__(self, environment: str, state_dir: Path) -> None:
-        self.config_dir = TERRAFORM_DIR / "environments" / environment
+    def __init__(
+        self, environment: str, state_dir: Path, *, config_dir: Path | None = None, work_dir: Path | None = None
+    ) -> None:
+        self.config_dir = config_dir or TERRAFORM_DIR / "environments" / environment
         if not self.config_dir.is_dir():
             raise TerraformError(f"no Terraform environment {environment!r} in {self.config_dir.parent}")
-        self.work_dir = state_dir / "terraform" / environment
+        self.work_dir = work_dir or state_dir / "terraform" / environment
         self.state_path = self.work_dir / "terraform.tfstate"
         self.cli = TerraformCommand(cwd=str(self.config_dir))
 

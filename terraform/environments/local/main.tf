@@ -44,7 +44,7 @@ locals {
   }
 
   settings = {
-    spark-master   = {}
+    spark-master = {}
     airflow-server = {
       parallelism = tostring(var.airflow_parallelism)
       # Airflow's metadata in its own database on the platform's PostgreSQL, as in production

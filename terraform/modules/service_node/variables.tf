@@ -12,9 +12,9 @@ variable "role" {
   type        = string
   validation {
     condition = contains([
-      "kafka_broker", "victoria_metrics", "influxdb", "spark_master", "spark_worker", "postgres", "airflow",
+      "kafka_broker", "victoria_metrics", "influxdb", "spark_master", "spark_worker", "postgres", "airflow", "zookeeper",
     ], var.role)
-    error_message = "role must be one of kafka_broker, victoria_metrics, influxdb, spark_master, spark_worker, postgres, airflow."
+    error_message = "role must be one of kafka_broker, victoria_metrics, influxdb, spark_master, spark_worker, postgres, airflow, zookeeper."
   }
 }
 
