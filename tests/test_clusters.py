@@ -1,0 +1,178 @@
+"""Team clusters on the test stack: created, protected, scaled, failed over and destroyed by Odin, recorded in
+the registry; bad requests refused before anything is touched."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from odin.cluster.lifecycle import Clusters, health
+from odin.cluster.secret import rest_token
+from odin.cluster.spec import ClusterSpec
+from odin.paths import BIN_DIR, REPO
+from odin.processes import of_node
+from odin.registry import Refused, Registry
+from odin.registry.records import DaggerRecord
+from odin.terraform import Terraform
+from tests.conftest import Services
+
+
+@pytest.fixture
+def platform(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
+    """The stack's registry, Odin's clusters in the stack's state dir, and a team of its own for the test."""
+    assert services.stack is not None
+    registry = Registry.connect(services.registry_url)
+    team = f"t{uuid.uuid4().hex[:8]}"
+    registry.ensure_team(team)
+    try:
+        yield registry, Clusters(registry, services.stack.state_dir), team
+    finally:
+        registry.close()
+
+
+def _nodes(clusters: Clusters, spec: ClusterSpec) -> dict:
+    return clusters._terraform(spec).outputs()["nodes"]
+
+
+def test_a_cluster_is_created_protected_scaled_and_destroyed(platform: tuple[Registry, Clusters, str]) -> None:
+    registry, clusters, team = platform
+    spec = ClusterSpec(team=team, name="main", workers=1, worker_memory="512m")
+    report = clusters.create(spec, "alice")
+    record = report.record
+    assert (record.state, record.masters, record.workers) == ("ready", 1, 1)
+    assert record.addresses["recovery"] == "FILESYSTEM" and record.addresses["master_url"].startswith("spark://127.")
+    nodes = _nodes(clusters, spec)
+    try:
+        # The REST endpoint refuses requests without a token signed with the cluster's secret.
+        [rest] = record.addresses["rest_urls"]
+        status = f"{rest}/v1/submissions/status/driver-none"
+        assert httpx.get(status, timeout=10).status_code == 403
+        forged = rest_token(_other_secret(clusters.root(team, "main")), "mallory")
+        assert httpx.get(status, headers={"Authorization": f"Bearer {forged}"}, timeout=10).status_code == 403
+        token = rest_token(clusters.secret_file(team, "main"), "alice")
+        ok = httpx.get(status, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert ok.status_code == 200 and ok.json()["submissionId"] == "driver-none"
+        # The secret is readable by Odin's user only, and on no command line or Ansible artifact.
+        secret = clusters.secret_file(team, "main")
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+        value = secret.read_text().strip()
+        for node in nodes.values():
+            for p in of_node(node):
+                assert value not in Path(f"/proc/{p.pid}/cmdline").read_bytes().decode(errors="replace")
+        artifacts = [f for f in (clusters.root(team, "main") / "ansible").rglob("*") if f.is_file()]
+        assert artifacts and not [f for f in artifacts if value in f.read_text(errors="replace")]
+
+        scaled = clusters.scale(team, "main", 2, "alice").record
+        assert (scaled.state, scaled.workers) == ("ready", 2)
+        nodes = _nodes(clusters, spec)
+        assert health(nodes, 2) == []
+
+        registry.put_dagger(
+            DaggerRecord(
+                team=team, name="surge", spec={}, spec_version=1, checkpoint="/x", state="running", cluster="main"
+            )
+        )
+        with pytest.raises(Refused, match=r"1 dagger\(s\) run on .*/main \(surge\): stop them first"):
+            clusters.destroy(team, "main", "alice")
+        registry.set_dagger_state(team, "surge", "stopped")
+    finally:
+        clusters.destroy(team, "main", "alice")
+    assert registry.cluster(team, "main").state == "destroyed"  # type: ignore[union-attr]
+    assert not any(p.running for node in nodes.values() for p in of_node(node))
+    assert not clusters.root(team, "main").exists()
+    actions = [(e.action, e.outcome) for e in reversed(registry.history(f"cluster:{team}/main"))]
+    assert actions == [
+        ("cluster_create", "ok"),
+        ("cluster_scale", "ok"),
+        ("cluster_destroy", "refused"),
+        ("cluster_destroy", "ok"),
+    ]
+
+
+def _other_secret(root: Path) -> Path:
+    path = root / "not-the-secret"
+    path.write_text("c29tZS1vdGhlci1rZXktb2YtMzItYnl0ZXMtbG9uZy4uLi4")
+    return path
+
+
+def test_two_masters_fail_over_to_the_standby(platform: tuple[Registry, Clusters, str]) -> None:
+    _, clusters, team = platform
+    spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_memory="512m")
+    record = clusters.create(spec, "alice").record
+    try:
+        assert record.addresses["recovery"] == "ZOOKEEPER"
+        nodes = _nodes(clusters, spec)
+        active = next(
+            name
+            for name, n in nodes.items()
+            if n["role"] == "spark_master"
+            and httpx.get(f"http://{n['host']}:{n['ports']['ui']}/json/", timeout=5).json()["status"] == "ALIVE"
+        )
+        [master] = of_node(nodes[active])
+        os.killpg(master.pid, signal.SIGKILL)  # the active master dies; ZooKeeper elects the standby
+        survivors = {k: v for k, v in nodes.items() if k != active}
+        deadline = time.monotonic() + 120
+        while health(survivors, 1) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert health(survivors, 1) == [], "the standby master did not take over with the worker"
+    finally:
+        clusters.destroy(team, "ha", "alice")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"name": "Main Cluster"}, "name"),
+        ({"masters": 6}, "masters"),
+        ({"environment": "gcp"}, "gcp: required for environment gcp"),
+        ({"worker_memory": "lots"}, "worker_memory"),
+    ],
+)
+def test_bad_cluster_specs_name_the_field(fields: dict, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        ClusterSpec.model_validate({"team": "pricing", "name": "main", **fields})
+
+
+def test_gcp_is_refused_before_anything_changes_saying_what_is_missing(
+    platform: tuple[Registry, Clusters, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry, clusters, team = platform
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.delenv("GOOGLE_CREDENTIALS", raising=False)
+    gcp = {"project": "p", "admin_cidr": "203.0.113.7/32", "ssh_public_key": "ssh-ed25519 AAAA odin"}
+    spec = ClusterSpec(team=team, name="cloud", environment="gcp", gcp=gcp)  # type: ignore[arg-type]
+    with pytest.raises(Refused, match=r"missing: the Terraform provider hashicorp/google .*; GCP credentials"):
+        clusters.create(spec, "alice")
+    assert registry.cluster(team, "cloud") is None and not clusters.root(team, "cloud").exists()
+    [entry] = registry.history(f"cluster:{team}/cloud")
+    assert entry.outcome == "refused"
+
+
+def test_a_cluster_of_an_unknown_team_is_refused(platform: tuple[Registry, Clusters, str]) -> None:
+    registry, clusters, _ = platform
+    with pytest.raises(Refused, match="team 'nobody' is not in the registry"):
+        clusters.create(ClusterSpec(team="nobody", name="main"), "alice")
+    assert registry.cluster("nobody", "main") is None
+
+
+def test_the_gcp_root_is_formatted_and_parses_offline(tmp_path: Path) -> None:
+    """Its provider cannot be downloaded here: `terraform get` loads and parses the root and its modules."""
+    root = REPO / "terraform" / "clusters" / "gcp"
+    env = {**os.environ, "TF_DATA_DIR": str(tmp_path / ".terraform"), "TF_CLI_CONFIG_FILE": os.devnull}
+    for args in (["fmt", "-check", "-recursive", str(REPO / "terraform")], ["get", "-no-color"]):
+        run = subprocess.run(
+            [str(BIN_DIR / "python"), "-m", "odin.tf", *args], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert "cluster.master in ../../modules/service_node" in run.stdout
+    Terraform("gcp", tmp_path, config_dir=root, work_dir=tmp_path / "work")  # a root Odin can drive
