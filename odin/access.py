@@ -1,0 +1,29 @@
+"""Who may do what, from the registry's teams: platform engineers (team `platform`) provision clusters; a team's
+members deploy to and stop daggers on that team's clusters only. Checked before anything is touched."""
+
+from __future__ import annotations
+
+from odin.registry import Refused, Registry
+
+PLATFORM_TEAM = "platform"
+
+
+def require_platform_engineer(registry: Registry, user: str | None) -> str:
+    if not user:
+        raise Refused("no triggering user: runs that change clusters must be triggered by a person or an API user")
+    if user not in registry.members(PLATFORM_TEAM):
+        raise Refused(
+            f"{user} is not a platform engineer (a member of team {PLATFORM_TEAM}): ask one, or have them run "
+            f"`odin team add {PLATFORM_TEAM} --member {user}`"
+        )
+    return user
+
+
+def require_member(registry: Registry, user: str | None, team: str) -> str:
+    if not user:
+        raise Refused(f"no triggering user: only members of team {team} may act on its daggers")
+    if team not in registry.teams():
+        raise Refused(f"team {team!r} is not in the registry (odin team list)")
+    if team not in registry.teams_of(user) and user not in registry.members(PLATFORM_TEAM):
+        raise Refused(f"{user} is not a member of team {team}: only its members may act on its clusters and daggers")
+    return user
