@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -36,6 +36,7 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
+T = TypeVar("T")
 
 EnvOpt = Annotated[str, typer.Option("--env", help="Environment under terraform/environments/.")]
 StateOpt = Annotated[Path | None, typer.Option("--state-dir", help="State directory (default: $ODIN_HOME or .local).")]
@@ -265,13 +266,23 @@ def team_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
         console.print(table)
 
 
-def _cluster_call(what: str, fn: Callable[[], object]) -> object:
-    try:
-        return fn()
-    except Refused as e:
-        raise _fail(f"refused: {e}") from None
-    except (ClusterError, TerraformError) as e:
-        raise _fail(f"{what} failed: {e}", 1) from None
+def _on_cluster(
+    what: str, team: str, name: str, env: str, state_dir: Path | None, act: Callable[[Clusters, str], T]
+) -> T:
+    """`act(clusters, user)` with progress on the console; refusals exit 2, failures 1, each with one message."""
+    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
+        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
+        try:
+            return act(clusters, getpass.getuser())
+        except Refused as e:
+            raise _fail(f"refused: {e}") from None
+        except (ClusterError, TerraformError) as e:
+            raise _fail(f"{what} failed: {e}", 1) from None
+
+
+def _print_report(report: ClusterReport, title: str) -> None:
+    console.print(f"terraform: {report.plan_summary}")
+    console.print(_cluster_table([report.record], title))
 
 
 def _cluster_table(records: list[ClusterRecord], title: str) -> Table:
@@ -307,12 +318,7 @@ def cluster_create(
         spec = ClusterSpec.model_validate({**fields, "worker_cores": worker_cores, "worker_memory": worker_memory})
     except ValidationError as e:
         raise _fail(format_errors(e)) from None
-    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
-        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
-        report = _cluster_call("create", lambda: clusters.create(spec, getpass.getuser()))
-    assert isinstance(report, ClusterReport)
-    console.print(f"terraform: {report.plan_summary}")
-    console.print(_cluster_table([report.record], "created"))
+    _print_report(_on_cluster("create", team, name, env, state_dir, lambda c, user: c.create(spec, user)), "created")
 
 
 @cluster_app.command("scale")
@@ -324,12 +330,8 @@ def cluster_scale(
     state_dir: StateOpt = None,
 ) -> None:
     """Add or remove workers; nothing else restarts."""
-    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
-        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
-        report = _cluster_call("scale", lambda: clusters.scale(team, name, workers, getpass.getuser()))
-    assert isinstance(report, ClusterReport)
-    console.print(f"terraform: {report.plan_summary}")
-    console.print(_cluster_table([report.record], "scaled"))
+    report = _on_cluster("scale", team, name, env, state_dir, lambda c, user: c.scale(team, name, workers, user))
+    _print_report(report, "scaled")
 
 
 @cluster_app.command("destroy")
@@ -340,9 +342,7 @@ def cluster_destroy(
     state_dir: StateOpt = None,
 ) -> None:
     """Stop every process of the cluster and destroy it (refused while daggers run on it)."""
-    with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
-        clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
-        _cluster_call("destroy", lambda: clusters.destroy(team, name, getpass.getuser()))
+    _on_cluster("destroy", team, name, env, state_dir, lambda c, user: c.destroy(team, name, user))
     console.print(f"cluster {team}/{name} destroyed")
 
 

@@ -35,17 +35,24 @@ def _airflow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProces
     return subprocess.run([str(BIN_DIR / "airflow"), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_platform_health_dag_checks_a_running_stack(services: Services, tmp_path: Path) -> None:
+def _airflow_home(home: Path, odin_home: Path) -> dict[str, str]:
+    """The environment of an Airflow with a migrated SQLite database in `home`, acting on Odin's `odin_home`."""
     env = {
         **os.environ,
-        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "ODIN_HOME": str(services.stack.state_dir),
+        "ODIN_HOME": str(odin_home),
         "PATH": f"{BIN_DIR}:{os.environ['PATH']}",
         "PYTHONPATH": str(REPO),
     }
     assert _airflow(["db", "migrate"], env).returncode == 0
+    return env
+
+
+def test_platform_health_dag_checks_a_running_stack(services: Services, tmp_path: Path) -> None:
+    assert services.stack is not None
+    env = _airflow_home(tmp_path, services.stack.state_dir)
     run = _airflow(["dags", "test", "platform_health"], env)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-3000:]
@@ -53,15 +60,7 @@ def test_platform_health_dag_checks_a_running_stack(services: Services, tmp_path
 
 
 def test_platform_health_dag_fails_on_an_environment_never_brought_up(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(tmp_path / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "ODIN_HOME": str(tmp_path / "nothing-here"),
-        "PYTHONPATH": str(REPO),
-    }
-    assert _airflow(["db", "migrate"], env).returncode == 0
+    env = _airflow_home(tmp_path / "airflow", tmp_path / "nothing-here")
     run = _airflow(["dags", "test", "platform_health"], env)
     out = run.stdout + run.stderr
     assert run.returncode != 0
@@ -74,16 +73,7 @@ def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(services:
     registry = Registry.connect(services.registry_url)
     team = f"t{uuid.uuid4().hex[:8]}"
     registry.ensure_team(team)
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(tmp_path),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "ODIN_HOME": str(services.stack.state_dir),
-        "PATH": f"{BIN_DIR}:{os.environ['PATH']}",
-        "PYTHONPATH": str(REPO),
-    }
-    assert _airflow(["db", "migrate"], env).returncode == 0
+    env = _airflow_home(tmp_path, services.stack.state_dir)
     conf = json.dumps({"team": team, "cluster": "main", "workers": 1, "worker_memory": "512m"})
     try:
         if "dag_test" not in registry.members(PLATFORM_TEAM):  # another test may have added it

@@ -1,0 +1,105 @@
+"""Spark standalone's REST submission API (the master's port `rest`): submit a Python driver in cluster mode,
+ask its state, kill it. Requests carry a token signed with the cluster's secret (odin/cluster/secret.py).
+
+A cluster with standby masters lists several REST URLs: only the active master accepts submissions, so each call
+tries them in turn, as spark-submit does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pyspark
+
+MAIN_CLASS = "org.apache.spark.deploy.PythonRunner"
+FINAL_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "ERROR"})
+TIMEOUT_S = 15.0
+
+
+class SubmissionError(RuntimeError):
+    """The cluster refused or could not be reached; the message has the master's own words."""
+
+
+@dataclass(frozen=True)
+class DriverStatus:
+    submission_id: str
+    state: str  # SUBMITTED, RUNNING, RELAUNCHING, FINISHED, FAILED, KILLED, ERROR, UNKNOWN
+    worker: str | None = None
+    message: str = ""
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+
+class SparkRest:
+    def __init__(self, rest_urls: list[str], token: Callable[[], str]) -> None:
+        if not rest_urls:
+            raise SubmissionError("the cluster has no REST submission URL (odin cluster list)")
+        self.rest_urls = rest_urls
+        self.token = token
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        problems = []
+        for url in self.rest_urls:
+            try:
+                r = httpx.request(
+                    method,
+                    f"{url}/v1/submissions/{path}",
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.token()}"},
+                    timeout=TIMEOUT_S,
+                )
+            except httpx.HTTPError as e:
+                problems.append(f"{url}: {type(e).__name__}: {e}")
+                continue
+            if r.status_code == 403:
+                raise SubmissionError(f"{url} refused the token (403): is the cluster's secret the one it runs with?")
+            try:
+                doc = r.json()
+            except ValueError:
+                problems.append(f"{url}: HTTP {r.status_code}: {r.text[:300]}")
+                continue
+            if doc.get("action") == "ErrorResponse" or (r.status_code >= 400 and not doc.get("success")):
+                problems.append(f"{url}: {doc.get('message') or r.text[:300]}")  # e.g. a standby master
+                continue
+            return doc
+        raise SubmissionError("; ".join(problems))
+
+    def submit(
+        self,
+        app: str,
+        args: list[str],
+        properties: dict[str, str],
+        environment: dict[str, str] | None = None,
+    ) -> str:
+        """Run `app` (a Python file on every worker's file system) as a driver; its submission id."""
+        body = {
+            "action": "CreateSubmissionRequest",
+            "appResource": app,
+            "mainClass": MAIN_CLASS,
+            "appArgs": [app, "", *args],  # PythonRunner: the file, extra Python files, then the app's arguments
+            "clientSparkVersion": pyspark.__version__,
+            "environmentVariables": {"SPARK_ENV_LOADED": "1", **(environment or {})},
+            "sparkProperties": {"spark.submit.deployMode": "cluster", **properties},
+        }
+        doc = self._call("POST", "create", body)
+        if not doc.get("success") or not doc.get("submissionId"):
+            raise SubmissionError(f"submission refused: {doc.get('message') or doc}")
+        return str(doc["submissionId"])
+
+    def status(self, submission_id: str) -> DriverStatus:
+        doc = self._call("GET", f"status/{submission_id}")
+        return DriverStatus(
+            submission_id,
+            str(doc.get("driverState") or "UNKNOWN"),
+            doc.get("workerHostPort"),
+            str(doc.get("message") or ""),
+        )
+
+    def kill(self, submission_id: str) -> bool:
+        """Ask the master to kill the driver; True if it accepted (a driver already ended is not an error)."""
+        return bool(self._call("POST", f"kill/{submission_id}").get("success"))
