@@ -57,12 +57,16 @@ class RunResult:
 
 
 def session_for(
-    plan: DaggerPlan, master: str = "local[2]", conf: dict[str, str] | None = None, log_file: Path | None = None
+    plan: DaggerPlan,
+    master: str | None = "local[2]",
+    conf: dict[str, str] | None = None,
+    log_file: Path | None = None,
 ) -> SparkSession:
-    """`log_file`: Spark's driver log goes there, errors only, rather than to the console (jobs/session.py)."""
+    """`log_file`: Spark's driver log goes there, errors only, rather than to the console (jobs/session.py).
+    `master` None: the cluster's, for a driver it launched."""
     spec = plan.spec
     spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf, log_file)
-    if not master.startswith("local"):
+    if master is None or not master.startswith("local"):
         ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
     return spark
 

@@ -47,7 +47,7 @@ logger.gateway.level = error
 
 def spark_session(
     app_name: str = "dagger",
-    master: str = "local[2]",
+    master: str | None = "local[2]",
     shuffle_partitions: int = 2,
     conf: dict[str, str] | None = None,
     log_file: Path | None = None,
@@ -55,7 +55,8 @@ def spark_session(
 ) -> SparkSession:
     """`log_file`: Spark's driver log goes there, errors only, instead of WARN and above to the console. It only
     applies to a JVM this call starts (the log configuration is read once, at JVM start), as does `archive`: the
-    JVM maps the class-data archive `make setup` built (jobs/jvm_archive.py), if there is one."""
+    JVM maps the class-data archive `make setup` built (jobs/jvm_archive.py), if there is one. `master` None: a
+    driver a cluster launched (jobs/driver.py), whose master and host come from the cluster and its worker."""
     # Bind Spark's driver and block manager to loopback, and run Python workers with this interpreter (the venv).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -65,12 +66,15 @@ def spark_session(
         options.append(f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}")
     if any(options):
         conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = (
+            builder.master(master)
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
     builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")  # its bars would overwrite the dagger's progress lines

@@ -67,28 +67,45 @@ def event_rows(progress: dict[str, Any]) -> int:
     return _observed(progress, "events")
 
 
+def partition_lags(progress: dict[str, Any]) -> dict[tuple[str, int], int]:
+    """Events each partition had beyond the batch's end when it was planned: (topic, partition) -> lag."""
+    lags = {}
+    for source in progress.get("sources", []):
+        end, latest = _offset(source.get("endOffset")), _offset(source.get("latestOffset"))
+        if end is not None:
+            for p, off in end.positions.items():
+                lags[(p.topic, p.partition)] = max(0, (latest.positions.get(p, off) if latest else off) - off)
+    return lags
+
+
+def rates(progress: dict[str, Any]) -> tuple[float, float]:
+    """(input, processed) events per second: Spark's rates are of its rows, which include sentinel rows."""
+    rows, spark_rows = event_rows(progress), int(progress.get("numInputRows") or 0)
+    per_event = rows / spark_rows if spark_rows else 0.0
+    return (
+        float(progress.get("inputRowsPerSecond") or 0.0) * per_event,
+        float(progress.get("processedRowsPerSecond") or 0.0) * per_event,
+    )
+
+
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
     """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
     ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
     tag = f"dagger={escape_key(dagger)}"
     consumed = lost = 0
-    lines = []
-    for source in progress.get("sources", []):
-        start, end, latest = (_offset(source.get(k)) for k in ("startOffset", "endOffset", "latestOffset"))
-        if end is None:
-            continue
+    for start, end in _batches(progress):
         consumed += sum(stop - begin for begin, stop in batch_ranges(start, end).values())
         lost += end.lost
-        for p, off in sorted(end.positions.items()):
-            lag = max(0, (latest.positions.get(p, off) if latest else off) - off)
-            lines.append(f"{MEASUREMENT},{tag},topic={escape_key(p.topic)},partition={p.partition} lag={lag}i {ts_ns}")
+    lines = [
+        f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={partition} lag={lag}i {ts_ns}"
+        for (topic, partition), lag in sorted(partition_lags(progress).items())
+    ]
     rows = event_rows(progress)
-    spark_rows = int(progress.get("numInputRows") or 0)
-    per_event = rows / spark_rows if spark_rows else 0.0  # Spark's rates are of its rows: make them of events
+    input_rate, processed_rate = rates(progress)
     fields = {
         "input_rows": f"{rows}i",
-        "input_rate": f"{float(progress.get('inputRowsPerSecond') or 0.0) * per_event}",
-        "processed_rate": f"{float(progress.get('processedRowsPerSecond') or 0.0) * per_event}",
+        "input_rate": f"{input_rate}",
+        "processed_rate": f"{processed_rate}",
         "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
         "malformed": f"{max(0, consumed - rows)}i",
         "late_events": f"{late_events(progress)}i",

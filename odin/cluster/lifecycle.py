@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from jobs.spec import format_errors
 from odin.ansible import PlaybookResult, run_playbook
-from odin.cluster.secret import ensure_secret
+from odin.cluster.secret import ensure_secret, secret_file
 from odin.cluster.spec import ClusterSpec
 from odin.inventory import build_inventory
 from odin.paths import TERRAFORM_DIR
@@ -63,7 +63,7 @@ class Clusters:
         return self.state_dir / "clusters" / team / name
 
     def secret_file(self, team: str, name: str) -> Path:
-        return self.root(team, name) / "rest.secret"
+        return secret_file(self.state_dir, team, name)
 
     def _terraform(self, spec: ClusterSpec) -> Terraform:
         return Terraform(

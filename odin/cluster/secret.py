@@ -17,6 +17,11 @@ import jwt
 TOKEN_TTL_S = 300
 
 
+def secret_file(state_dir: Path, team: str, cluster: str) -> Path:
+    """Where a cluster's secret lives: in its own directory of Odin's state."""
+    return state_dir / "clusters" / team / cluster / "rest.secret"
+
+
 def ensure_secret(path: Path) -> Path:
     """The cluster's secret file, created once: 256 random bits, base64url (what JWSFilter's secretKey takes)."""
     if not path.exists():

@@ -1,0 +1,350 @@
+"""A dagger's life on its team's cluster: deploy, stop, update, list. spec → checks → submit → progress → registry.
+
+Deploy submits jobs/driver.py in cluster mode through the cluster's REST API (supervised: the master relaunches a
+driver that fails, from its checkpoint) and waits for the query's first progress in the driver's status file
+(jobs/status.py). Airflow does the waiting in a trigger (jobs/trigger.py); the CLI and tests poll with the same
+verdict (`started`). Every call ends in one history entry; refusals come before anything is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobs.checkpoint import differences, identity_of, read_identity
+from jobs.plan import DaggerPlan, plan_dagger
+from jobs.spec import DaggerSpec, SpecError, resolve_streams
+from jobs.status import DaggerStatus, read_status, status_path
+from jobs.submission import DriverStatus, SparkRest, SubmissionError
+from odin.access import require_member
+from odin.cluster.secret import rest_token, secret_file
+from odin.paths import REPO
+from odin.registry import Refused, Registry
+from odin.registry.records import ClusterRecord, DaggerRecord
+
+DRIVER = REPO / "jobs" / "driver.py"
+START_TIMEOUT_S = 240.0
+STOP_TIMEOUT_S = 90.0
+POLL_S = 1.0
+# Each dagger's driver and its executors: small by default, as the local stack's workers are.
+RESOURCES = {
+    "spark.driver.memory": "1g",
+    "spark.driver.cores": "1",
+    "spark.executor.memory": "1g",
+    "spark.executor.cores": "1",
+}
+Progress = Callable[[str], None]
+
+
+class DeployError(RuntimeError):
+    """The driver was submitted but did not start; the message has its own words (or the master's)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A submitted driver, and where to see it start: what Airflow's trigger is given (JSON-serialisable)."""
+
+    team: str
+    name: str
+    cluster: str
+    submission_id: str
+    run: str
+    status_file: str
+    rest_urls: list[str]
+    secret_file: str
+    actor: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def rest(self) -> SparkRest:
+        return SparkRest(self.rest_urls, lambda: rest_token(Path(self.secret_file), self.actor))
+
+
+@dataclass(frozen=True)
+class Started:
+    """The verdict on a deployment: still starting (`done` False), running, or failed with the reason."""
+
+    done: bool
+    ok: bool = False
+    reason: str = ""
+
+
+def started(deployment: Deployment, status: DaggerStatus | None, driver: DriverStatus | None) -> Started:
+    """Has the deployment's query reported progress yet? From the driver's status file (this run's only) and the
+    master's view of the driver, which says when it died before it could write anything."""
+    if status is not None and status.run == deployment.run:
+        if status.phase == "failed":
+            return Started(True, False, f"the dagger failed on start: {status.error}")
+        if status.batches > 0:
+            return Started(True, True)
+    if driver is not None and driver.final:
+        reason = driver.message.strip().splitlines()[0] if driver.message.strip() else "no message"
+        return Started(True, False, f"the driver ended {driver.state} on {driver.worker or '?'}: {reason}")
+    return Started(False)
+
+
+@dataclass(frozen=True)
+class DaggerRow:
+    team: str
+    name: str
+    cluster: str | None
+    state: str
+    since: datetime | None
+    input_rate: float | None
+    lag: int | None
+    schema_versions: dict[str, int] = field(default_factory=dict)
+    submission_id: str | None = None
+
+
+class Daggers:
+    def __init__(self, registry: Registry, state_dir: Path, progress: Progress | None = None) -> None:
+        self.registry = registry
+        self.state_dir = state_dir
+        self.say: Progress = progress or (lambda _msg: None)
+
+    # -- checks (no side effects) ----------------------------------------------------------------------------
+
+    def check(self, spec: DaggerSpec, cluster: str, actor: str | None) -> DaggerPlan:
+        """Who may deploy it where, its catalog streams and its plan: Refused names the first problem."""
+        require_member(self.registry, actor, spec.team)
+        self._cluster(spec.team, cluster)
+        try:
+            resolved = resolve_streams(spec, lambda name: self.registry.stream(name))
+            return plan_dagger(resolved, self.state_dir)
+        except SpecError as e:
+            raise Refused(str(e)) from None
+
+    def _cluster(self, team: str, name: str) -> ClusterRecord:
+        record = self.registry.cluster(team, name)
+        if record is None or record.state == "destroyed":
+            theirs = [c.name for c in self.registry.clusters(team, states=("ready",))]
+            raise Refused(
+                f"team {team} has no cluster {name!r}: a team deploys to its own clusters only "
+                f"({', '.join(theirs) or 'it has none: ask a platform engineer for one'})"
+            )
+        if record.state != "ready":
+            raise Refused(f"cluster {team}/{name} is {record.state}: deploy once it is ready")
+        return record
+
+    def _owned(self, team: str, name: str, actor: str | None) -> DaggerRecord:
+        require_member(self.registry, actor, team)
+        record = self.registry.dagger(team, name)
+        if record is None:
+            raise Refused(f"team {team} has no dagger {name!r} (dagger list)")
+        return record
+
+    # -- deploy -------------------------------------------------------------------------------------------------
+
+    def submit(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> Deployment:
+        """Submit the checked plan's driver; the registry has the dagger as `deploying`."""
+        spec = plan.spec
+        subject = f"dagger:{spec.team}/{spec.name}"
+        with self.registry.action(actor, "dagger_submit", subject, cluster=cluster) as detail:
+            known = self.registry.dagger(spec.team, spec.name)
+            if known is not None and known.state in ("deploying", "running", "stopping"):
+                raise Refused(f"dagger {spec.team}/{spec.name} is {known.state} on {known.cluster}: update or stop it")
+            record = self._cluster(spec.team, cluster)
+            rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
+            run = uuid.uuid4().hex[:12]
+            args = ["--spec", _encode(spec), "--state-dir", str(self.state_dir), "--run", run]
+            properties = {
+                "spark.app.name": f"dagger-{spec.team}-{spec.name}",
+                "spark.master": record.addresses["master_url"],
+                "spark.driver.supervise": "true",
+                "spark.cores.max": str(spec.parallelism),
+                "spark.pyspark.python": sys.executable,
+                "spark.pyspark.driver.python": sys.executable,
+                **RESOURCES,
+            }
+            self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
+            submission_id = rest.submit(
+                str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
+            )
+            detail |= {"submission_id": submission_id, "run": run}
+            self.registry.put_dagger(
+                DaggerRecord(
+                    team=spec.team,
+                    name=spec.name,
+                    spec=spec.model_dump(mode="json"),
+                    spec_version=(known.spec_version + 1) if known else 1,
+                    checkpoint=str(plan.checkpoint),
+                    state="deploying",
+                    cluster=cluster,
+                    submission_id=submission_id,
+                    schema_versions=self._schema_versions(spec),
+                )
+            )
+            self.registry.set_dagger_state(spec.team, spec.name, "deploying")
+        return Deployment(
+            spec.team,
+            spec.name,
+            cluster,
+            submission_id,
+            run,
+            str(status_path(plan.checkpoint)),
+            list(record.addresses["rest_urls"]),
+            str(secret_file(self.state_dir, spec.team, cluster)),
+            actor,
+        )
+
+    def verdict(self, deployment: Deployment) -> Started:
+        driver = None
+        try:
+            driver = deployment.rest().status(deployment.submission_id)
+        except SubmissionError as e:  # the master is between leaders: ask again
+            self.say(f"driver status unknown for now: {e}")
+        return started(deployment, read_status(Path(deployment.status_file)), driver)
+
+    def wait_started(self, deployment: Deployment, timeout_s: float = START_TIMEOUT_S) -> Started:
+        deadline = time.monotonic() + timeout_s
+        verdict = self.verdict(deployment)
+        while not verdict.done and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            verdict = self.verdict(deployment)
+        return verdict if verdict.done else Started(True, False, f"no progress within {timeout_s:.0f} s")
+
+    def conclude(self, deployment: Deployment, verdict: Started) -> DaggerRecord:
+        """Record how the deployment ended; a failed one's driver is killed (supervise would relaunch it)."""
+        subject = f"dagger:{deployment.team}/{deployment.name}"
+        if verdict.ok:
+            self.registry.set_dagger_state(deployment.team, deployment.name, "running")
+            self.registry.record(deployment.actor, "dagger_deploy", subject, "ok", "", {"run": deployment.run})
+        else:
+            self._kill(deployment.rest(), deployment.submission_id)
+            self.registry.set_dagger_state(deployment.team, deployment.name, "failed")
+            self.registry.record(deployment.actor, "dagger_deploy", subject, "failed", verdict.reason)
+        record = self.registry.dagger(deployment.team, deployment.name)
+        assert record is not None
+        if not verdict.ok:
+            raise DeployError(f"dagger {deployment.team}/{deployment.name}: {verdict.reason}")
+        return record
+
+    def deploy(self, spec: DaggerSpec, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> DaggerRecord:
+        """check → submit → wait for the first progress → registry (the CLI's and tests' way; DAGs defer the wait)."""
+        try:
+            plan = self.check(spec, cluster, actor)
+        except Refused as e:
+            self.registry.record(actor or "?", "dagger_deploy", f"dagger:{spec.team}/{spec.name}", "refused", str(e))
+            raise
+        deployment = self.submit(plan, cluster, actor, reset_checkpoint=reset_checkpoint)
+        self.say(f"waiting for the first progress of {deployment.submission_id}")
+        return self.conclude(deployment, self.wait_started(deployment))
+
+    # -- stop, update -------------------------------------------------------------------------------------------
+
+    def stop(self, team: str, name: str, actor: str) -> DaggerRecord:
+        subject = f"dagger:{team}/{name}"
+        with self.registry.action(actor, "dagger_stop", subject) as detail:
+            record = self._owned(team, name, actor)
+            if record.state not in ("deploying", "running", "stopping", "failed") or record.submission_id is None:
+                raise Refused(f"dagger {team}/{name} is {record.state}: nothing to stop")
+            detail["submission_id"] = record.submission_id
+            self.registry.set_dagger_state(team, name, "stopping")
+            assert record.cluster is not None
+            rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
+            self.say(f"killing driver {record.submission_id}")
+            detail["driver"] = self._kill(rest, record.submission_id)
+            self.registry.set_dagger_state(team, name, "stopped")
+        stopped = self.registry.dagger(team, name)
+        assert stopped is not None
+        return stopped
+
+    def update(
+        self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
+    ) -> DaggerRecord:
+        """Stop and redeploy on the same checkpoint if it can serve the new spec (jobs/checkpoint.py), else
+        refuse, unless `reset_state` (the new spec starts over from `kafka.start`)."""
+        subject = f"dagger:{spec.team}/{spec.name}"
+        try:
+            record = self._owned(spec.team, spec.name, actor)
+            target = cluster or record.cluster
+            if target is None:
+                raise Refused(f"dagger {spec.team}/{spec.name} has no cluster: give one")
+            plan = self.check(spec, target, actor)
+            made = read_identity(plan.checkpoint)
+            reasons = differences(made, identity_of(plan)) if made is not None else []
+            if reasons and not reset_state:
+                raise Refused(
+                    f"the new spec cannot resume dagger {spec.team}/{spec.name}'s checkpoint: {'; '.join(reasons)}. "
+                    "Update with reset_state: true (reads the streams again from kafka.start), or deploy it under a "
+                    "new name"
+                )
+        except Refused as e:
+            self.registry.record(actor or "?", "dagger_update", subject, "refused", str(e))
+            raise
+        if record.state in ("deploying", "running", "stopping"):
+            self.stop(spec.team, spec.name, actor)
+        self.registry.record(actor, "dagger_update", subject, "ok", "", {"reset_state": reset_state})
+        deployment = self.submit(plan, target, actor, reset_checkpoint=reset_state)
+        return self.conclude(deployment, self.wait_started(deployment))
+
+    # -- list ---------------------------------------------------------------------------------------------------
+
+    def list(self, team: str | None = None) -> list[DaggerRow]:
+        rows = []
+        for d in self.registry.daggers(team=team):
+            status = read_status(status_path(Path(d.checkpoint))) if d.state == "running" else None
+            rows.append(
+                DaggerRow(
+                    d.team,
+                    d.name,
+                    d.cluster,
+                    d.state,
+                    d.since,
+                    status.input_rate if status else None,
+                    status.lag if status else None,
+                    d.schema_versions,
+                    d.submission_id,
+                )
+            )
+        return rows
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _token(self, team: str, cluster: str, actor: str) -> Callable[[], str]:
+        secret = secret_file(self.state_dir, team, cluster)
+        return lambda: rest_token(secret, actor)
+
+    def _cluster_urls(self, team: str, cluster: str) -> list[str]:
+        record = self.registry.cluster(team, cluster)
+        return list(record.addresses.get("rest_urls", [])) if record else []
+
+    def _schema_versions(self, spec: DaggerSpec) -> dict[str, int]:
+        """The catalog streams' schema versions the dagger is locked to (jobs' decoding is of these)."""
+        versions = {}
+        for s in spec.streams:
+            if s.stream is not None:
+                known = self.registry.stream(s.stream)
+                if known is not None:
+                    versions[s.stream] = known.schema_version
+        return versions
+
+    def _kill(self, rest: SparkRest, submission_id: str) -> str:
+        """Kill the driver and wait until the master reports it ended; its final state."""
+        try:
+            rest.kill(submission_id)
+        except SubmissionError as e:
+            self.say(f"kill {submission_id}: {e}")
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                status = rest.status(submission_id)
+            except SubmissionError as e:
+                self.say(f"status of {submission_id}: {e}")
+            else:
+                if status.final:
+                    return status.state
+            time.sleep(POLL_S)
+        raise DeployError(f"driver {submission_id} did not end within {STOP_TIMEOUT_S:.0f} s of being killed")
+
+
+def _encode(spec: DaggerSpec) -> str:
+    return base64.urlsafe_b64encode(spec.model_dump_json().encode()).decode()
