@@ -143,3 +143,38 @@ def registry(empty_db: str) -> Iterator[Registry]:
         yield reg
     finally:
         reg.close()
+
+
+# -- a team and its Spark cluster ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TeamCluster:
+    registry: Registry
+    state_dir: Path
+    team: str
+    cluster: str  # ready, 1 master and 1 worker with room for two daggers (driver + one executor each)
+    member: str
+
+
+@pytest.fixture(scope="session")
+def team_cluster(services: Services) -> Iterator[TeamCluster]:
+    """A team of its own (member `alice`) on the stack's registry, with cluster `main`; shared by the lifecycle and
+    DAG tests, as creating one takes ~20 s. Destroyed at the end, with whatever daggers still run on it."""
+    from odin.cluster.lifecycle import Clusters
+    from odin.cluster.spec import ClusterSpec
+
+    assert services.stack is not None
+    registry = Registry.connect(services.registry_url)
+    team, state = f"t{uuid.uuid4().hex[:8]}", services.stack.state_dir
+    registry.ensure_team(team)
+    registry.add_member(team, "alice")
+    clusters = Clusters(registry, state)
+    clusters.create(ClusterSpec(team=team, name="main", workers=1, worker_cores=4, worker_memory="4g"), "alice")
+    try:
+        yield TeamCluster(registry, state, team, "main", "alice")
+    finally:
+        for d in registry.daggers(team=team, states=("deploying", "running", "stopping")):
+            registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster's processes
+        clusters.destroy(team, "main", "alice")
+        registry.close()

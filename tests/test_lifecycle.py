@@ -1,0 +1,174 @@
+"""A dagger's life on its team's cluster (jobs/lifecycle.py): deployed in cluster mode through the REST API, exact in
+its sink, updated on its checkpoint, stopped; other teams refused before anything is touched."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from daggers.events import booking_log_pb2
+
+from jobs.generator import booking_logs, produce
+from jobs.lifecycle import Daggers
+from jobs.spec import parse_spec
+from jobs.status import read_status, status_path
+from jobs.submission import SparkRest
+from jobs.topics import ensure_topics
+from odin.cluster.secret import rest_token, secret_file
+from odin.registry import Refused
+from tests.conftest import Services, TeamCluster, consume_all
+from tests.seeds import SURGE_SQL
+from tests.test_dagger import influx_surge, surge_truth
+
+# Recent: VictoriaMetrics keeps 30 days.
+START = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
+CATALOG = "booking-log"
+TOPIC = "RIDE-booking-log"  # one of the catalog stream's topics
+
+
+def _ensure_catalog_topics(services: Services, registry: Any) -> None:
+    stream = registry.stream(CATALOG)
+    assert stream is not None, "odin up syncs the catalog into the stack's registry"
+    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, dict.fromkeys(stream.topics, 2))
+
+
+def _catalog_events(services: Services, registry: Any) -> list[booking_log_pb2.BookingLog]:
+    """Every booking on the catalog stream's topics (other tests may have produced some too)."""
+    out = []
+    for topic in registry.stream(CATALOG).topics:
+        for m in consume_all(services.kafka_bootstrap, topic):
+            e = booking_log_pb2.BookingLog()
+            e.ParseFromString(m.value())
+            out.append(e)
+    return out
+
+
+def _closing_markers(at: datetime) -> list[booking_log_pb2.BookingLog]:
+    """One booking per partition that is not COMPLETED (the query drops it) but moves the watermark to `at`."""
+    return [
+        booking_log_pb2.BookingLog(
+            order_number=f"marker-{at:%H%M}-{p}", status=1, event_timestamp={"seconds": int(at.timestamp())}
+        )
+        for p in range(2)
+    ]
+
+
+def _spec(team: str, measurement: str, services: Services, sql: str = SURGE_SQL) -> dict[str, Any]:
+    return {
+        "name": "surge",
+        "team": team,
+        "streams": [
+            {
+                "table": "data_stream",
+                "stream": CATALOG,
+                "idle_timeout": "15s",
+                "kafka": {"max_events_per_trigger": 20_000},
+            }
+        ],
+        "sql": sql,
+        "watermark_delay": "10s",
+        "trigger_interval": "2s",
+        "parallelism": 1,
+        "sink": {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement},
+    }
+
+
+def _sink_reaches(measurement: str, services: Services, expected: Counter, timeout_s: float = 120) -> Counter:
+    """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff)."""
+    deadline = time.monotonic() + timeout_s
+    got = influx_surge(services, 2, measurement)
+    while got != expected and time.monotonic() < deadline:
+        time.sleep(2)
+        got = influx_surge(services, 2, measurement)
+    return got
+
+
+def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    _ensure_catalog_topics(services, registry)
+    daggers = Daggers(registry, team_cluster.state_dir)
+    measurement = f"surge_{uuid.uuid4().hex[:8]}"
+    first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
+    produce(
+        services.kafka_bootstrap, TOPIC, iter([*first, *_closing_markers(START + timedelta(minutes=8))]), partitions=2
+    )
+
+    record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
+    locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
+    assert (record.state, record.cluster, record.schema_versions) == ("running", "main", {CATALOG: locked})
+    assert record.spec["streams"][0]["topics"] == registry.stream(CATALOG).topics  # type: ignore[union-attr]
+    everything = _catalog_events(services, registry)
+    assert _sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
+
+    # A state-incompatible query (other grouping keys) is refused; the dagger keeps running.
+    regrouped = SURGE_SQL.replace("vehicle_type AS tag_vehicle_type,", "").replace(",\n       vehicle_type", "")
+    with pytest.raises(Refused, match=r"cannot resume .* checkpoint: the query keeps other state.*reset_state: true"):
+        daggers.update(parse_spec(_spec(team, measurement, services, regrouped)), "alice")
+    assert registry.dagger(team, "surge").state == "running"  # type: ignore[union-attr]
+
+    # A compatible change (a narrower WHERE) resumes the checkpoint: nothing read twice, nothing lost.
+    narrower = SURGE_SQL.replace("WHERE status='COMPLETED'", "WHERE status='COMPLETED' AND vehicle_type <> 'BIKE'")
+    updated = daggers.update(parse_spec(_spec(team, measurement, services, narrower)), "alice")
+    assert (updated.state, updated.spec_version) == ("running", 2) and updated.submission_id != record.submission_id
+    second = list(booking_logs(3_000, seed=22, start=START + timedelta(minutes=10), rate=10))
+    produce(
+        services.kafka_bootstrap, TOPIC, iter([*second, *_closing_markers(START + timedelta(minutes=18))]), partitions=2
+    )
+    expected = surge_truth(everything) + Counter({k: n for k, n in surge_truth(second).items() if k[2] != "BIKE"})
+    assert _sink_reaches(measurement, services, expected) == expected
+    [row] = [r for r in daggers.list(team) if r.name == "surge"]
+    assert (row.state, row.cluster, row.lag) == ("running", "main", 0)
+
+    stopped = daggers.stop(team, "surge", "alice")
+    assert stopped.state == "stopped"
+    rest = SparkRest(
+        registry.cluster(team, "main").addresses["rest_urls"],  # type: ignore[union-attr]
+        lambda: rest_token(secret_file(team_cluster.state_dir, team, "main"), "alice"),
+    )
+    assert rest.status(updated.submission_id).state == "KILLED"  # type: ignore[arg-type]
+    # Nothing of the driver outlives it: its Python process carries the deployment's run id on its command line.
+    status = read_status(status_path(Path(stopped.checkpoint)))
+    assert status is not None and status.batches > 0
+    assert not [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]
+    actions = [(e.action, e.outcome) for e in reversed(registry.history(f"dagger:{team}/surge"))]
+    assert actions == [
+        ("dagger_submit", "ok"),
+        ("dagger_deploy", "ok"),
+        ("dagger_update", "refused"),
+        ("dagger_stop", "ok"),
+        ("dagger_update", "ok"),
+        ("dagger_submit", "ok"),
+        ("dagger_deploy", "ok"),
+        ("dagger_stop", "ok"),
+    ]
+
+
+def test_other_teams_are_refused_before_anything_is_touched(services: Services, team_cluster: TeamCluster) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    other = f"o{uuid.uuid4().hex[:8]}"
+    registry.ensure_team(other)
+    registry.add_member(other, "bob")
+    daggers = Daggers(registry, team_cluster.state_dir)
+    theirs = parse_spec(_spec(other, "m", services) | {"name": "intruder"})
+    with pytest.raises(Refused, match=rf"team {other} has no cluster 'main': a team deploys to its own clusters"):
+        daggers.deploy(theirs, "main", "bob")
+    ours = parse_spec(_spec(team, "m", services) | {"name": "intruder"})
+    with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
+        daggers.deploy(ours, "main", "bob")
+    with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
+        daggers.stop(team, "surge", "bob")
+    fields = _spec(team, "m", services) | {"name": "intruder"}
+    fields["streams"][0]["stream"] = "no-such-stream"
+    unknown = parse_spec(fields)
+    with pytest.raises(Refused, match=r"streams\.0\.stream: no stream 'no-such-stream' in the catalog"):
+        daggers.deploy(unknown, "main", "alice")
+    assert registry.dagger(other, "intruder") is None and registry.dagger(team, "intruder") is None
+    assert {e.outcome for e in registry.history(f"dagger:{team}/intruder")} == {"refused"}
