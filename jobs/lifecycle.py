@@ -9,6 +9,7 @@ verdict (`started`). Every call ends in one history entry; refusals come before 
 from __future__ import annotations
 
 import base64
+import contextlib
 import sys
 import time
 import uuid
@@ -89,6 +90,14 @@ def started(deployment: Deployment, status: DaggerStatus | None, driver: DriverS
         reason = driver.message.strip().splitlines()[0] if driver.message.strip() else "no message"
         return Started(True, False, f"the driver ended {driver.state} on {driver.worker or '?'}: {reason}")
     return Started(False)
+
+
+def verdict(deployment: Deployment) -> Started:
+    """The deployment's state now (blocking I/O: Airflow's trigger runs it in a thread)."""
+    driver = None
+    with contextlib.suppress(SubmissionError):  # no active master for a moment (a failover): ask again later
+        driver = deployment.rest().status(deployment.submission_id)
+    return started(deployment, read_status(Path(deployment.status_file)), driver)
 
 
 @dataclass(frozen=True)
@@ -195,21 +204,13 @@ class Daggers:
             actor,
         )
 
-    def verdict(self, deployment: Deployment) -> Started:
-        driver = None
-        try:
-            driver = deployment.rest().status(deployment.submission_id)
-        except SubmissionError as e:  # the master is between leaders: ask again
-            self.say(f"driver status unknown for now: {e}")
-        return started(deployment, read_status(Path(deployment.status_file)), driver)
-
     def wait_started(self, deployment: Deployment, timeout_s: float = START_TIMEOUT_S) -> Started:
         deadline = time.monotonic() + timeout_s
-        verdict = self.verdict(deployment)
-        while not verdict.done and time.monotonic() < deadline:
+        now = verdict(deployment)
+        while not now.done and time.monotonic() < deadline:
             time.sleep(POLL_S)
-            verdict = self.verdict(deployment)
-        return verdict if verdict.done else Started(True, False, f"no progress within {timeout_s:.0f} s")
+            now = verdict(deployment)
+        return now if now.done else Started(True, False, f"no progress within {timeout_s:.0f} s")
 
     def conclude(self, deployment: Deployment, verdict: Started) -> DaggerRecord:
         """Record how the deployment ended; a failed one's driver is killed (supervise would relaunch it)."""
@@ -257,11 +258,11 @@ class Daggers:
         assert stopped is not None
         return stopped
 
-    def update(
+    def prepare_update(
         self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
-    ) -> DaggerRecord:
-        """Stop and redeploy on the same checkpoint if it can serve the new spec (jobs/checkpoint.py), else
-        refuse, unless `reset_state` (the new spec starts over from `kafka.start`)."""
+    ) -> tuple[DaggerPlan, str]:
+        """The new spec's plan and cluster, if its checkpoint can serve it (jobs/checkpoint.py) or `reset_state`
+        (it starts over from `kafka.start`); Refused otherwise, before anything is touched."""
         subject = f"dagger:{spec.team}/{spec.name}"
         try:
             record = self._owned(spec.team, spec.name, actor)
@@ -280,10 +281,24 @@ class Daggers:
         except Refused as e:
             self.registry.record(actor or "?", "dagger_update", subject, "refused", str(e))
             raise
-        if record.state in ("deploying", "running", "stopping"):
+        return plan, target
+
+    def redeploy(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_state: bool = False) -> Deployment:
+        """Stop the running driver, then submit the prepared plan on the same checkpoint (or a reset one)."""
+        spec = plan.spec
+        record = self.registry.dagger(spec.team, spec.name)
+        if record is not None and record.state in ("deploying", "running", "stopping"):
             self.stop(spec.team, spec.name, actor)
-        self.registry.record(actor, "dagger_update", subject, "ok", "", {"reset_state": reset_state})
-        deployment = self.submit(plan, target, actor, reset_checkpoint=reset_state)
+        self.registry.record(
+            actor, "dagger_update", f"dagger:{spec.team}/{spec.name}", "ok", "", {"reset": reset_state}
+        )
+        return self.submit(plan, cluster, actor, reset_checkpoint=reset_state)
+
+    def update(
+        self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
+    ) -> DaggerRecord:
+        plan, target = self.prepare_update(spec, actor, cluster=cluster, reset_state=reset_state)
+        deployment = self.redeploy(plan, target, actor, reset_state=reset_state)
         return self.conclude(deployment, self.wait_started(deployment))
 
     # -- list ---------------------------------------------------------------------------------------------------

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 SLUG = r"^[a-z][a-z0-9-]{0,62}$"
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -34,6 +43,17 @@ def _parse_duration(value: Any) -> Any:
     return value
 
 
+DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|min|m|h)\s*$"
+
+
+def _duration_schema(schema: dict[str, Any]) -> None:
+    """What _parse_duration takes, not pydantic's ISO 8601 `format: duration` (forms and API clients check it)."""
+    schema.pop("format", None)
+    if isinstance(schema.get("default"), str):  # pydantic writes a timedelta default in ISO 8601 (PT1M)
+        schema["default"] = _format_duration(TypeAdapter(timedelta).validate_python(schema["default"]))
+    schema.update(type="string", pattern=DURATION_PATTERN, examples=["60s", "500ms", "5m"])
+
+
 def _format_duration(value: timedelta) -> str:
     ms = round(value.total_seconds() * 1000)
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
@@ -43,7 +63,7 @@ Duration = Annotated[
     timedelta,
     BeforeValidator(_parse_duration),
     PlainSerializer(_format_duration, return_type=str),
-    Field(json_schema_extra={"type": "string", "examples": ["60s", "500ms", "5m"]}),
+    Field(json_schema_extra=_duration_schema),
 ]
 
 

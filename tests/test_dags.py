@@ -6,12 +6,22 @@ import json
 import os
 import subprocess
 import uuid
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from jobs.generator import booking_logs, produce
 from odin.access import PLATFORM_TEAM
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
-from tests.conftest import Services
+from tests.conftest import Services, TeamCluster
+from tests.seeds import SURGE_SQL
+from tests.test_dagger import surge_truth
+from tests.test_lifecycle import START, catalog_events, closing_markers, ensure_catalog_topics, sink_reaches
+
+PERF_STREAM = "booking-log-perf"  # a stream of its own: the lifecycle tests' daggers read booking-log
 
 
 def test_dags_import_without_errors() -> None:
@@ -105,3 +115,76 @@ def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(services:
         )
         registry.close()
     assert gone.returncode == 0, (gone.stdout + gone.stderr)[-3000:]
+
+
+def _form(team: str, measurement: str, services: Services, **changes: Any) -> dict[str, Any]:
+    """The deploy form's fields as a person fills them: the seed's surge query on a catalog stream, to the TSDB."""
+    return {
+        "team": team,
+        "name": "surge-form",
+        "cluster": "main",
+        "stream": PERF_STREAM,
+        "sql": SURGE_SQL,
+        "sink_type": "influx",
+        "sink": {"url": services.victoria_metrics_url, "measurement": measurement},
+        "watermark_delay": "10s",
+        "trigger_interval": "2s",
+        "parallelism": 1,
+    } | changes
+
+
+def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
+    services: Services, team_cluster: TeamCluster, tmp_path: Path
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    registry.add_member(team, "dag_test")  # who `airflow dags test` runs as
+    [topic, *_] = ensure_catalog_topics(services, registry, PERF_STREAM)
+    events = list(booking_logs(2_000, seed=31, start=START, rate=10))
+    produce(
+        services.kafka_bootstrap, topic, iter([*events, *closing_markers(START + timedelta(minutes=8))]), partitions=2
+    )
+    env = _airflow_home(tmp_path, team_cluster.state_dir)
+    measurement = f"surge_form_{uuid.uuid4().hex[:6]}"
+
+    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(_form(team, measurement, services))], env)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    assert "preview of " in out and "tag_s2id" in out  # the preview's table, in the task log
+    record = registry.dagger(team, "surge-form")
+    assert record is not None and (record.state, record.cluster) == ("running", "main")
+    assert record.schema_versions == {PERF_STREAM: registry.stream(PERF_STREAM).schema_version}  # type: ignore[union-attr]
+    truth = surge_truth(catalog_events(services, registry, PERF_STREAM))
+    assert sink_reaches(measurement, services, truth) == truth
+
+    listed = _airflow(["dags", "test", "dagger_list", "-c", json.dumps({"team": team})], env)
+    assert listed.returncode == 0 and "surge-form" in listed.stdout + listed.stderr
+
+    stopped = _airflow(["dags", "test", "dagger_stop", "-c", json.dumps({"team": team, "name": "surge-form"})], env)
+    assert stopped.returncode == 0, (stopped.stdout + stopped.stderr)[-3000:]
+    assert registry.dagger(team, "surge-form").state == "stopped"  # type: ignore[union-attr]
+    actors = {e.actor for e in registry.history(f"dagger:{team}/surge-form")}
+    assert actors == {"dag_test"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"name": "Surge Form"}, "name"),  # refused by the form's schema, before any task
+        ({"stream": "no-such-stream"}, "stream"),
+        ({"cluster": "elsewhere"}, "elsewhere"),  # not one of the form's choices
+        ({"sql": "SELECT nope FROM data_stream GROUP BY TUMBLE(rowtime, INTERVAL '1' MINUTE)"}, "nope"),
+        ({"parallelism": 0}, "parallelism"),
+        ({"team": "nobody"}, "team"),  # not in the registry: not one of the form's choices
+    ],
+)
+def test_bad_deploy_params_fail_before_anything_is_touched(
+    services: Services, team_cluster: TeamCluster, tmp_path: Path, changes: dict[str, Any], says: str
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    registry.add_member(team, "dag_test")
+    env = _airflow_home(tmp_path, team_cluster.state_dir)
+    conf = _form(team, "m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
+    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], env)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0 and says in out, out[-3000:]
+    assert registry.dagger(conf["team"], conf["name"]) is None

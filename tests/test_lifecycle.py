@@ -32,16 +32,17 @@ CATALOG = "booking-log"
 TOPIC = "RIDE-booking-log"  # one of the catalog stream's topics
 
 
-def _ensure_catalog_topics(services: Services, registry: Any) -> None:
-    stream = registry.stream(CATALOG)
-    assert stream is not None, "odin up syncs the catalog into the stack's registry"
-    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, dict.fromkeys(stream.topics, 2))
+def ensure_catalog_topics(services: Services, registry: Any, stream: str = CATALOG) -> list[str]:
+    known = registry.stream(stream)
+    assert known is not None, "odin up syncs the catalog into the stack's registry"
+    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, dict.fromkeys(known.topics, 2))
+    return list(known.topics)
 
 
-def _catalog_events(services: Services, registry: Any) -> list[booking_log_pb2.BookingLog]:
-    """Every booking on the catalog stream's topics (other tests may have produced some too)."""
+def catalog_events(services: Services, registry: Any, stream: str = CATALOG) -> list[booking_log_pb2.BookingLog]:
+    """Every booking on the catalog stream's topics."""
     out = []
-    for topic in registry.stream(CATALOG).topics:
+    for topic in registry.stream(stream).topics:
         for m in consume_all(services.kafka_bootstrap, topic):
             e = booking_log_pb2.BookingLog()
             e.ParseFromString(m.value())
@@ -49,7 +50,7 @@ def _catalog_events(services: Services, registry: Any) -> list[booking_log_pb2.B
     return out
 
 
-def _closing_markers(at: datetime) -> list[booking_log_pb2.BookingLog]:
+def closing_markers(at: datetime) -> list[booking_log_pb2.BookingLog]:
     """One booking per partition that is not COMPLETED (the query drops it) but moves the watermark to `at`."""
     return [
         booking_log_pb2.BookingLog(
@@ -79,7 +80,7 @@ def _spec(team: str, measurement: str, services: Services, sql: str = SURGE_SQL)
     }
 
 
-def _sink_reaches(measurement: str, services: Services, expected: Counter, timeout_s: float = 120) -> Counter:
+def sink_reaches(measurement: str, services: Services, expected: Counter, timeout_s: float = 120) -> Counter:
     """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff)."""
     deadline = time.monotonic() + timeout_s
     got = influx_surge(services, 2, measurement)
@@ -93,20 +94,20 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     services: Services, team_cluster: TeamCluster
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
-    _ensure_catalog_topics(services, registry)
+    ensure_catalog_topics(services, registry)
     daggers = Daggers(registry, team_cluster.state_dir)
     measurement = f"surge_{uuid.uuid4().hex[:8]}"
     first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
     produce(
-        services.kafka_bootstrap, TOPIC, iter([*first, *_closing_markers(START + timedelta(minutes=8))]), partitions=2
+        services.kafka_bootstrap, TOPIC, iter([*first, *closing_markers(START + timedelta(minutes=8))]), partitions=2
     )
 
     record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
     locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
     assert (record.state, record.cluster, record.schema_versions) == ("running", "main", {CATALOG: locked})
     assert record.spec["streams"][0]["topics"] == registry.stream(CATALOG).topics  # type: ignore[union-attr]
-    everything = _catalog_events(services, registry)
-    assert _sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
+    everything = catalog_events(services, registry)
+    assert sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
 
     # A state-incompatible query (other grouping keys) is refused; the dagger keeps running.
     regrouped = SURGE_SQL.replace("vehicle_type AS tag_vehicle_type,", "").replace(",\n       vehicle_type", "")
@@ -120,10 +121,10 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     assert (updated.state, updated.spec_version) == ("running", 2) and updated.submission_id != record.submission_id
     second = list(booking_logs(3_000, seed=22, start=START + timedelta(minutes=10), rate=10))
     produce(
-        services.kafka_bootstrap, TOPIC, iter([*second, *_closing_markers(START + timedelta(minutes=18))]), partitions=2
+        services.kafka_bootstrap, TOPIC, iter([*second, *closing_markers(START + timedelta(minutes=18))]), partitions=2
     )
     expected = surge_truth(everything) + Counter({k: n for k, n in surge_truth(second).items() if k[2] != "BIKE"})
-    assert _sink_reaches(measurement, services, expected) == expected
+    assert sink_reaches(measurement, services, expected) == expected
     [row] = [r for r in daggers.list(team) if r.name == "surge"]
     assert (row.state, row.cluster, row.lag) == ("running", "main", 0)
 

@@ -1,0 +1,149 @@
+"""Daggers, self-serve: teams deploy, update, stop and list their daggers by filling a form (the seeds' Datlantis);
+CI pipelines send the same fields, or a whole `spec`, through Airflow's REST API.
+
+Deploy: check (fields, who asks, which cluster, the catalog stream, the SQL) → preview on the stream's latest
+events (logged as a table) → submit to the team's cluster and wait, deferred, for the query's first progress.
+Runs are refused before anything is touched unless the triggering user is a member of the dagger's team.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+from jobs.form import choices, form_fields
+from jobs.trigger import DeployDaggerOperator, UpdateDaggerOperator
+
+log = logging.getLogger(__name__)
+FIELDS = form_fields(*choices())
+TAGS = ["daggers"]
+
+
+def _params(*names: str, **extra: Param) -> dict[str, Param]:
+    return {n: Param(**FIELDS[n]) for n in names} | extra
+
+
+FORM = tuple(FIELDS)  # the form's fields, in its order
+
+
+def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
+    """Call jobs.requests with the run's params and user; refusals fail the run without retries."""
+    from airflow.exceptions import AirflowFailException
+
+    from odin.registry import Refused
+
+    context = get_current_context()
+    user = getattr(context["dag_run"], "triggering_user_name", None)
+    try:
+        return action(dict(context["params"]), user, log.info, **kwargs)
+    except Refused as e:
+        raise AirflowFailException(f"refused: {e}") from None
+
+
+@dag(
+    dag_id="dagger_deploy",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=TAGS,
+    doc_md=__doc__,
+    params=_params(*FORM),
+)
+def dagger_deploy() -> None:
+    @task
+    def check() -> dict[str, Any]:
+        from jobs import requests
+
+        return _run(requests.check)
+
+    @task
+    def preview(request: dict[str, Any]) -> int:
+        from jobs import requests
+
+        return requests.preview(request, log.info)
+
+    request = check()
+    preview(request) >> DeployDaggerOperator(task_id="deploy", request=request)
+
+
+@dag(
+    dag_id="dagger_update",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=TAGS,
+    doc_md="Update a running dagger: stop it, redeploy on its checkpoint when the new spec can resume it; "
+    "otherwise refused unless `reset_state` (it reads its streams again from `start`).",
+    params=_params(
+        *FORM,
+        reset_state=Param(
+            False,
+            type="boolean",
+            section="Advanced",
+            description="Start over when the checkpoint cannot serve the new spec.",
+        ),
+    ),
+)
+def dagger_update() -> None:
+    @task
+    def check() -> dict[str, Any]:
+        from jobs import requests
+
+        return _run(requests.check, update=True)
+
+    @task
+    def preview(request: dict[str, Any]) -> int:
+        from jobs import requests
+
+        return requests.preview(request, log.info)
+
+    request = check()
+    preview(request) >> UpdateDaggerOperator(task_id="update", request=request)
+
+
+@dag(
+    dag_id="dagger_stop",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=TAGS,
+    doc_md="Stop a dagger: its driver is killed and ends; its checkpoint stays for a later deploy.",
+    params=_params("team", name=Param(type="string", section="Dagger", description="The dagger's name.")),
+)
+def dagger_stop() -> None:
+    @task
+    def stop() -> dict[str, Any]:
+        from jobs import requests
+
+        return _run(requests.stop)
+
+    stop()
+
+
+@dag(
+    dag_id="dagger_list",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=TAGS,
+    doc_md="Daggers with their cluster, state, since when, input rate and lag (a table in the task log).",
+    params={"team": Param(None, type=["null", "string"], description="Only this team's (default: all).")},
+)
+def dagger_list() -> None:
+    @task
+    def listing() -> list[dict[str, Any]]:
+        from jobs import requests
+
+        return requests.listing(dict(get_current_context()["params"]), log.info)
+
+    listing()
+
+
+dagger_deploy()
+dagger_update()
+dagger_stop()
+dagger_list()

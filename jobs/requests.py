@@ -1,0 +1,161 @@
+"""What the dagger DAGs do (dags/daggers.py stays thin): a run's params become a Request (jobs/form.py), checked
+for who asks and where before anything is touched, previewed, then deployed, updated, stopped or listed through
+jobs/lifecycle.py. Each step logs to the task log; refusals are recorded in the registry's history."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from jobs.form import Request, request_from_params
+from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
+from jobs.spec import SpecError, parse_spec
+from odin.cluster.requests import platform
+from odin.registry import Refused
+
+Log = Callable[[str], None]
+PREVIEW_ROWS = 20
+
+
+def _request(params: Mapping[str, Any], user: str | None, action: str, registry: Any) -> Request:
+    try:
+        return request_from_params(params)
+    except SpecError as e:
+        subject = f"dagger:{params.get('team')}/{params.get('name') or (params.get('spec') or {}).get('name')}"
+        registry.record(user or "?", action, subject, "refused", str(e), {"params": dict(params)})
+        raise Refused(f"invalid params:\n{e}") from None
+
+
+def _as_dict(request: Request) -> dict[str, Any]:
+    return {
+        "spec": request.spec.model_dump(mode="json"),
+        "cluster": request.cluster,
+        "reset_state": request.reset_state,
+    }
+
+
+def _from_dict(request: Mapping[str, Any]) -> Request:
+    return Request(parse_spec(dict(request["spec"])), request["cluster"], bool(request.get("reset_state")))
+
+
+def render(table: Table) -> str:
+    """A rich table as plain text, for task logs."""
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def check(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> dict[str, Any]:
+    """Validate the params and the user's rights; the Request (catalog streams resolved) for the next tasks."""
+    action = "dagger_update" if update else "dagger_deploy"
+    with platform() as (registry, state):
+        request = _request(params, user, action, registry)
+        daggers = Daggers(registry, state, log)
+        spec = request.spec
+        if update:
+            plan, cluster = daggers.prepare_update(
+                spec, user or "?", cluster=request.cluster, reset_state=request.reset_state
+            )
+        else:
+            try:
+                plan = daggers.check(spec, request.cluster, user)
+            except Refused as e:
+                registry.record(user or "?", action, f"dagger:{spec.team}/{spec.name}", "refused", str(e))
+                raise
+            cluster = request.cluster
+    log(f"dagger {plan.spec.team}/{plan.spec.name} on cluster {cluster}: valid ({plan.output_mode} mode)")
+    log(f"Spark SQL:\n{plan.query.spark_sql}")
+    return _as_dict(Request(plan.spec, cluster, request.reset_state))
+
+
+def preview(request: Mapping[str, Any], log: Log) -> int:
+    """Run the query on the stream's latest events (local Spark, writes nothing); the result goes to the log as a
+    table. Any error stops the run here."""
+    from jobs.engine import preview as run_preview
+    from jobs.engine import session_for
+    from jobs.plan import plan_dagger
+
+    spec = _from_dict(request).spec
+    plan = plan_dagger(spec)
+    spark = session_for(plan)
+    try:
+        result = run_preview(plan, spark, PREVIEW_ROWS)
+    finally:
+        spark.stop()
+    rows = result.to_pylist()
+    table = Table(title=f"preview of {spec.team}/{spec.name}: {len(rows)} row(s)", title_justify="left")
+    for col in result.column_names or ["(no rows)"]:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    log("\n" + render(table))
+    return len(rows)
+
+
+def submit(request: Mapping[str, Any], user: str, log: Log) -> Deployment:
+    with platform() as (registry, state):
+        parsed = _from_dict(request)
+        daggers = Daggers(registry, state, log)
+        plan = daggers.check(parsed.spec, parsed.cluster, user)  # again: the registry may have changed since
+        return daggers.submit(plan, parsed.cluster, user)
+
+
+def redeploy(request: Mapping[str, Any], user: str, log: Log) -> Deployment:
+    with platform() as (registry, state):
+        parsed = _from_dict(request)
+        daggers = Daggers(registry, state, log)
+        plan, cluster = daggers.prepare_update(
+            parsed.spec, user, cluster=parsed.cluster, reset_state=parsed.reset_state
+        )
+        return daggers.redeploy(plan, cluster, user, reset_state=parsed.reset_state)
+
+
+def conclude(deployment: Deployment, verdict: Started, log: Log) -> dict[str, Any]:
+    with platform() as (registry, state):
+        return Daggers(registry, state, log).conclude(deployment, verdict).model_dump(mode="json")
+
+
+def stop(params: Mapping[str, Any], user: str | None, log: Log) -> dict[str, Any]:
+    with platform() as (registry, state):
+        record = Daggers(registry, state, log).stop(str(params["team"]), str(params["name"]), user or "?")
+    return record.model_dump(mode="json")
+
+
+def listing(params: Mapping[str, Any], log: Log, state_dir: Path | None = None) -> list[dict[str, Any]]:
+    with platform(state_dir=state_dir) as (registry, state):
+        rows = Daggers(registry, state, log).list(params.get("team") or None)
+    log("\n" + render(daggers_table(rows)))
+    return [
+        {
+            "team": r.team,
+            "name": r.name,
+            "cluster": r.cluster,
+            "state": r.state,
+            "lag": r.lag,
+            "input_rate": r.input_rate,
+        }
+        for r in rows
+    ]
+
+
+def daggers_table(rows: list[DaggerRow]) -> Table:
+    table = Table(title=f"{len(rows)} dagger(s)", title_justify="left")
+    for col in ("team", "name", "cluster", "state", "since", "input/s", "lag", "schema versions"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r.team,
+            r.name,
+            r.cluster or "-",
+            r.state,
+            f"{r.since:%Y-%m-%d %H:%M:%S}" if r.since else "-",
+            f"{r.input_rate:,.0f}" if r.input_rate is not None else "-",
+            f"{r.lag:,}" if r.lag is not None else "-",
+            ", ".join(f"{k} v{v}" for k, v in r.schema_versions.items()) or "-",
+        )
+    return table
