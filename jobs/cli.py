@@ -294,6 +294,101 @@ def run(
         console.print(f"[green]done[/]: {summary}", soft_wrap=True)
 
 
+# -- the lifecycle on team clusters (jobs/lifecycle.py), as the dagger_* DAGs do it ---------------------------------
+
+UserOpt = Annotated[
+    str, typer.Option("--user", help="Who acts (a member of the dagger's team); default: your login name.")
+]
+
+
+@contextmanager
+def _daggers(state_dir: Path | None) -> Iterator[Any]:
+    """The local environment's registry as Daggers; a refusal or failed deployment is one message and exit 1."""
+    from jobs.lifecycle import Daggers, DeployError
+    from jobs.submission import SubmissionError
+    from odin.cluster.requests import platform
+    from odin.registry import Refused, RegistryError
+
+    try:
+        with platform(state_dir=state_dir) as (registry, state):
+            yield Daggers(registry, state, lambda msg: console.print(msg, highlight=False, soft_wrap=True))
+    except (Refused, RegistryError, DeployError, SubmissionError, LookupError) as e:
+        what = "refused" if isinstance(e, Refused) else "error"
+        err.print(f"[bold red]{what}:[/] ", end="")
+        err.print(str(e), markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _login() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+@app.command()
+def deploy(
+    spec: SpecArg,
+    cluster: Annotated[str, typer.Option("--cluster", help="One of the team's clusters (odin cluster list).")],
+    user: UserOpt = "",
+    state_dir: StateOpt = None,
+) -> None:
+    """Deploy to a team cluster (cluster mode, supervised) and wait for the query's first progress."""
+    with _daggers(state_dir) as daggers:
+        record = daggers.deploy(_loaded(spec), cluster, user or _login())
+    console.print(f"[green]running[/]: {record.qualified_name} on {record.cluster} (driver {record.submission_id})")
+
+
+@app.command()
+def update(
+    spec: SpecArg,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Move it to another of the team's clusters.")] = None,
+    reset_state: Annotated[
+        bool, typer.Option("--reset-state", help="Start over when the checkpoint cannot serve the new spec.")
+    ] = False,
+    user: UserOpt = "",
+    state_dir: StateOpt = None,
+) -> None:
+    """Stop a deployed dagger and redeploy it with the new spec, on its checkpoint when that can serve it."""
+    with _daggers(state_dir) as daggers:
+        record = daggers.update(_loaded(spec), user or _login(), cluster=cluster, reset_state=reset_state)
+    console.print(f"[green]running[/]: {record.qualified_name} v{record.spec_version} on {record.cluster}")
+
+
+@app.command()
+def stop(
+    team: Annotated[str, typer.Argument(help="The dagger's team.")],
+    name: Annotated[str, typer.Argument(help="The dagger's name.")],
+    user: UserOpt = "",
+    state_dir: StateOpt = None,
+) -> None:
+    """Stop a deployed dagger (its checkpoint stays for a later deploy)."""
+    with _daggers(state_dir) as daggers:
+        record = daggers.stop(team, name, user or _login())
+    console.print(f"[yellow]stopped[/]: {record.qualified_name}")
+
+
+@app.command("list")
+def list_daggers(
+    team: Annotated[str | None, typer.Option("--team", help="Only this team's.")] = None,
+    state_dir: StateOpt = None,
+) -> None:
+    """Deployed daggers: cluster, state, since, input rate, lag, schema versions."""
+    from jobs.requests import daggers_table
+
+    with _daggers(state_dir) as daggers:
+        console.print(daggers_table(daggers.list(team)))
+
+
+def _loaded(path: Path) -> DaggerSpec:
+    try:
+        return load_spec(path)
+    except SpecError as e:
+        err.print(f"[bold red]invalid dagger spec {path}[/]")
+        for line in str(e).splitlines():
+            err.print(f"  {line}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def schema() -> None:
     """Print the JSON schema of dagger specs."""

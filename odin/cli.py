@@ -338,11 +338,22 @@ def cluster_scale(
 def cluster_destroy(
     team: Annotated[str, typer.Argument()],
     name: Annotated[str, typer.Argument()],
+    stop_daggers: Annotated[bool, typer.Option("--stop-daggers", help="Stop the daggers running on it.")] = False,
+    move_daggers_to: Annotated[
+        str | None, typer.Option("--move-daggers-to", help="Redeploy them on another cluster of the team.")
+    ] = None,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
-    """Stop every process of the cluster and destroy it (refused while daggers run on it)."""
-    _on_cluster("destroy", team, name, env, state_dir, lambda c, user: c.destroy(team, name, user))
+    """Stop every process of the cluster and destroy it (refused while daggers run on it, unless they are stopped or
+    moved)."""
+    from odin.cluster.requests import relocation
+
+    def destroy(c: Clusters, user: str) -> None:
+        relocate = relocation(c.registry, c.state_dir, user, console.print)
+        c.destroy(team, name, user, stop_daggers=stop_daggers, move_daggers_to=move_daggers_to, relocate=relocate)
+
+    _on_cluster("destroy", team, name, env, state_dir, destroy)
     console.print(f"cluster {team}/{name} destroyed")
 
 

@@ -10,11 +10,16 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
+from jobs.generator import booking_logs, produce
+from jobs.lifecycle import Daggers
+from jobs.spec import parse_spec
+from jobs.submission import SparkRest
 from odin.cluster.lifecycle import Clusters, health
 from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec
@@ -24,6 +29,8 @@ from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
 from odin.terraform import Terraform
 from tests.conftest import Services
+from tests.test_dagger import new_topic, surge_spec, surge_truth
+from tests.test_lifecycle import closing_markers, sink_reaches
 
 
 @pytest.fixture
@@ -104,12 +111,29 @@ def _other_secret(root: Path) -> Path:
     return path
 
 
-def test_two_masters_fail_over_to_the_standby(platform: tuple[Registry, Clusters, str]) -> None:
-    _, clusters, team = platform
-    spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_memory="512m")
+def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running(
+    platform: tuple[Registry, Clusters, str], services: Services
+) -> None:
+    """The active master is killed while a dagger runs: ZooKeeper elects the standby, the worker and the driver
+    re-register with it, and the dagger goes on exactly (its driver never stopped)."""
+    registry, clusters, team = platform
+    registry.add_member(team, "alice")
+    spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_cores=3, worker_memory="3g")
     record = clusters.create(spec, "alice").record
+    daggers = Daggers(registry, clusters.state_dir)
+    topic, measurement = new_topic(services), f"surge_ha_{uuid.uuid4().hex[:6]}"
+    start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
+    first = list(booking_logs(1_500, seed=41, start=start, rate=10))
+    produce(
+        services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), partitions=2
+    )
+    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
+    fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-ha", "parallelism": 1}
     try:
         assert record.addresses["recovery"] == "ZOOKEEPER"
+        deployed = daggers.deploy(parse_spec(fields), "ha", "alice")
+        assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
+
         nodes = _nodes(clusters, spec)
         active = next(
             name
@@ -124,7 +148,18 @@ def test_two_masters_fail_over_to_the_standby(platform: tuple[Registry, Clusters
         while health(survivors, 1) and time.monotonic() < deadline:
             time.sleep(1)
         assert health(survivors, 1) == [], "the standby master did not take over with the worker"
+
+        second = list(booking_logs(1_500, seed=42, start=start + timedelta(minutes=10), rate=10))
+        later = [*second, *closing_markers(start + timedelta(minutes=15))]
+        produce(services.kafka_bootstrap, topic, iter(later), partitions=2)
+        both = surge_truth(first) + surge_truth(second)
+        assert sink_reaches(measurement, services, both) == both
+        rest = SparkRest(record.addresses["rest_urls"], lambda: rest_token(clusters.secret_file(team, "ha"), "alice"))
+        assert rest.status(deployed.submission_id).state == "RUNNING"  # type: ignore[arg-type]
+        daggers.stop(team, "surge-ha", "alice")
     finally:
+        for d in registry.daggers(team=team, states=("deploying", "running", "stopping")):
+            registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster
         clusters.destroy(team, "ha", "alice")
 
 

@@ -3,6 +3,7 @@ its sink, updated on its checkpoint, stopped; other teams refused before anythin
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -21,6 +22,7 @@ from jobs.status import read_status, status_path
 from jobs.submission import SparkRest
 from jobs.topics import ensure_topics
 from odin.cluster.secret import rest_token, secret_file
+from odin.paths import BIN_DIR
 from odin.registry import Refused
 from tests.conftest import Services, TeamCluster, consume_all
 from tests.seeds import SURGE_SQL
@@ -173,3 +175,18 @@ def test_other_teams_are_refused_before_anything_is_touched(services: Services, 
         daggers.deploy(unknown, "main", "alice")
     assert registry.dagger(other, "intruder") is None and registry.dagger(team, "intruder") is None
     assert {e.outcome for e in registry.history(f"dagger:{team}/intruder")} == {"refused"}
+
+
+def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamCluster) -> None:
+    state, team = str(team_cluster.state_dir), team_cluster.team
+    listed = subprocess.run(
+        [str(BIN_DIR / "dagger"), "list", "--team", team, "--state-dir", state], capture_output=True, text=True
+    )
+    assert listed.returncode == 0 and "dagger(s)" in listed.stdout, listed.stdout + listed.stderr
+    refused = subprocess.run(
+        [str(BIN_DIR / "dagger"), "stop", team, "nothing", "--user", "alice", "--state-dir", state],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1
+    assert f"refused: team {team} has no dagger 'nothing'" in refused.stderr

@@ -157,7 +157,7 @@ class Clusters:
                 if move_daggers_to is not None and self._ready(team, move_daggers_to) is None:
                     raise Refused(f"move_daggers_to: {team} has no ready cluster {move_daggers_to!r}")
                 if relocate is None:
-                    raise Refused("stopping or moving daggers needs the dagger lifecycle: use odin_destroy_cluster")
+                    raise Refused("stopping or moving daggers needs the dagger lifecycle (odin.cluster.requests)")
                 detail["daggers"] = names
                 relocate(running, move_daggers_to)
             self.registry.set_cluster_state(team, name, "destroying")

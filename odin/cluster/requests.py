@@ -13,10 +13,11 @@ from pydantic import ValidationError
 
 from jobs.spec import format_errors
 from odin.access import require_platform_engineer
-from odin.cluster.lifecycle import Clusters
+from odin.cluster.lifecycle import Clusters, Relocate
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
 from odin.registry import Refused, Registry
+from odin.registry.records import DaggerRecord
 from odin.stack import Stack
 
 Log = Callable[[str], None]
@@ -78,5 +79,24 @@ def destroy(params: Mapping[str, Any], user: str | None, log: Log, state_dir: Pa
             user or "?",
             stop_daggers=bool(params.get("stop_daggers")),
             move_daggers_to=params.get("move_daggers_to") or None,
+            relocate=relocation(registry, state, user or "?", log),
         )
     return {"cluster": spec.qualified_name, "state": "destroyed"}
+
+
+def relocation(registry: Registry, state_dir: Path, actor: str, log: Log) -> Relocate:
+    """What destroy does with the daggers still on the cluster: stop them, or redeploy each on another cluster of
+    the team, resuming its checkpoint (the spec is unchanged, so the checkpoint can serve it)."""
+    from jobs.lifecycle import Daggers
+    from jobs.spec import parse_spec
+
+    daggers = Daggers(registry, state_dir, log)
+
+    def relocate(running: list[DaggerRecord], target: str | None) -> None:
+        for d in running:
+            if target is None:
+                daggers.stop(d.team, d.name, actor)
+            else:
+                daggers.update(parse_spec(d.spec), actor, cluster=target)
+
+    return relocate
