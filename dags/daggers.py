@@ -32,7 +32,7 @@ FORM = tuple(FIELDS)  # the form's fields, in its order
 
 def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
     """Call jobs.requests with the run's params and user; refusals fail the run without retries."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from odin.registry import Refused
 

@@ -30,7 +30,7 @@ def _params(*names: str, **extra: Param) -> dict[str, Param]:
 
 def _run(action: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """Call odin.cluster.requests with the run's params and user; refusals fail the run without retries."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from odin.cluster.lifecycle import ClusterError
     from odin.registry import Refused

@@ -20,7 +20,7 @@ def platform_health() -> None:
     @task
     def check_services(environment: str) -> dict[str, str]:
         """Fails (and so alerts) when any node of the environment is down; returns each node's detail."""
-        from airflow.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException
 
         from odin.stack import Stack
 

@@ -71,7 +71,7 @@ class _LifecycleOperator(BaseOperator):
         )
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
-        from airflow.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException
 
         from jobs import requests
         from jobs.lifecycle import DeployError, Started

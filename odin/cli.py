@@ -85,17 +85,26 @@ def up(
     ] = None,
     only: Annotated[str | None, typer.Option("--only", help="Comma-separated services to converge.")] = None,
     port: Annotated[list[str], typer.Option("--port", help="Port override NAME=NUMBER (repeatable).")] = [],  # noqa: B006
+    airflow_user: Annotated[
+        list[str], typer.Option("--airflow-user", help="Airflow user NAME=ROLE (viewer, user, op, admin; repeatable).")
+    ] = [],  # noqa: B006
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
     """Create or converge the environment. Re-running changes nothing; killed services are restarted."""
     services = _parse_services(only)
     ports = _parse_ports(port)
+    users = dict(u.partition("=")[::2] for u in airflow_user)
     try:
         stack = Stack(env, state_dir)
-        spec = stack.resolve(workers, services, ports)
+        spec = stack.resolve(workers, services, ports, users)
     except ValidationError as e:
-        flags = {"spark_workers": "--workers", "services": "--only", "ports": "--port"}
+        flags = {
+            "spark_workers": "--workers",
+            "services": "--only",
+            "ports": "--port",
+            "airflow_users": "--airflow-user",
+        }
         msgs = [
             f"{flags.get(str(x['loc'][0]), x['loc'][0])}{''.join(f'.{p}' for p in x['loc'][1:])}: {x['msg']}"
             for x in e.errors()
@@ -120,6 +129,9 @@ def up(
         err.print(f"[bold red]failed[/] {f.host} / {f.task}:\n{f.message}")
     if report.nodes:
         console.print(_status_table(report.nodes, f"{env}: {spec.spark_workers} Spark worker(s)"))
+    if any(n.role == Service.airflow for n in report.nodes):
+        users = ", ".join(f"{u} ({r})" for u, r in sorted(spec.airflow_users.items()))
+        console.print(f"Airflow users: {users}; passwords in {Endpoints(stack.nodes()).airflow_passwords}")
     if not report.ok:
         raise _fail("some services are not healthy; logs are in " + str(stack.state_dir / "log"), 1)
 
@@ -127,13 +139,17 @@ def up(
 @app.command()
 def down(
     purge: Annotated[bool, typer.Option("--purge", help="Also destroy Terraform state and delete all data.")] = False,
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated services to stop.")] = None,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
-    """Stop every service of the environment (data is kept unless --purge)."""
+    """Stop every service of the environment, or some (data is kept unless --purge)."""
+    services = _parse_services(only)
+    if purge and services:
+        raise _fail("--purge removes the whole environment: it cannot be combined with --only")
     stack = Stack(env, state_dir)
     with console.status("[bold]odin down[/]") as status:
-        report = stack.down(purge=purge, progress=lambda msg: status.update(f"[bold]odin down[/] {msg}"))
+        report = stack.down(purge, lambda msg: status.update(f"[bold]odin down[/] {msg}"), services)
     if report.playbook is None:
         console.print("nothing to stop: the environment was never brought up")
         return

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Node = dict[str, Any]
@@ -58,3 +60,14 @@ class Endpoints:
     @property
     def airflow_url(self) -> str:
         return f"http://{self._addr('airflow', 'http')}"
+
+    @property
+    def airflow_passwords(self) -> Path:
+        """Airflow's users and their passwords (JSON, mode 0600), written by the airflow role."""
+        return Path(self._node("airflow")["dirs"]["data"]) / "secrets" / "passwords.json"
+
+    def airflow_password(self, user: str) -> str:
+        passwords: dict[str, str] = json.loads(self.airflow_passwords.read_text())
+        if user not in passwords:
+            raise LookupError(f"{user} is not an Airflow user here: add it with `odin up --airflow-user {user}=user`")
+        return passwords[user]

@@ -45,6 +45,11 @@ PortName = Literal[
 ]
 Port = Annotated[int, Field(ge=1024, le=65000)]
 DEFAULT_WORKERS = 2
+# Airflow's local users (simple auth manager): a name and one of its roles. The registry's teams decide what a user
+# may do with clusters and daggers; the role decides what they see in Airflow (a `user` triggers DAGs).
+AirflowUser = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]{0,62}$")]
+AirflowRole = Literal["viewer", "user", "op", "admin"]
+DEFAULT_AIRFLOW_USERS: dict[str, AirflowRole] = {"admin": "admin"}
 
 
 class StackSpec(BaseModel):
@@ -58,6 +63,9 @@ class StackSpec(BaseModel):
         frozenset(Service), min_length=1, description="Services to converge (others are left as they are)."
     )
     ports: dict[PortName, Port] = Field(default_factory=dict, description="Overrides of the default ports.")
+    airflow_users: dict[AirflowUser, AirflowRole] = Field(
+        default_factory=lambda: dict(DEFAULT_AIRFLOW_USERS), min_length=1, description="Airflow's users and roles."
+    )
     state_dir: Path = Field(default_factory=default_state_dir, description="Where state, data, logs and pids live.")
 
     @property
@@ -69,7 +77,12 @@ class StackSpec(BaseModel):
         return frozenset(needed)
 
     def terraform_vars(self) -> dict[str, object]:
-        return {"base_dir": str(self.state_dir), "spark_workers": self.spark_workers, "ports": dict(self.ports)}
+        return {
+            "base_dir": str(self.state_dir),
+            "spark_workers": self.spark_workers,
+            "ports": dict(self.ports),
+            "airflow_users": dict(self.airflow_users),
+        }
 
 
 class AppliedStack(BaseModel):
@@ -77,6 +90,7 @@ class AppliedStack(BaseModel):
 
     spark_workers: int = DEFAULT_WORKERS
     ports: dict[PortName, Port] = Field(default_factory=dict)
+    airflow_users: dict[AirflowUser, AirflowRole] = Field(default_factory=lambda: dict(DEFAULT_AIRFLOW_USERS))
     services: frozenset[Service] = Field(frozenset(), description="Every service converged so far (--only adds).")
 
     @staticmethod

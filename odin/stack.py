@@ -134,7 +134,13 @@ class Stack:
     def nodes(self) -> dict[str, Node]:
         return self.terraform.outputs().get("nodes", {})
 
-    def resolve(self, workers: int | None, services: set[Service] | None, ports: dict[str, int] | None) -> StackSpec:
+    def resolve(
+        self,
+        workers: int | None,
+        services: set[Service] | None,
+        ports: dict[str, int] | None,
+        airflow_users: dict[str, str] | None = None,
+    ) -> StackSpec:
         """Build the spec for `odin up`: flags given win, otherwise what the last `up` applied is kept."""
         applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
         fields: dict[str, Any] = {
@@ -142,6 +148,7 @@ class Stack:
             "state_dir": self.state_dir,
             "spark_workers": applied.spark_workers if workers is None else workers,
             "ports": {**applied.ports, **(ports or {})},
+            "airflow_users": {**applied.airflow_users, **(airflow_users or {})},
         }
         if services:
             fields["services"] = frozenset(services)
@@ -186,9 +193,12 @@ class Stack:
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         result = self._playbook("site.yml", planned, limit, progress)
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
-        AppliedStack(spark_workers=spec.spark_workers, ports=spec.ports, services=before_services | spec.selected).save(
-            self.state_dir, self.environment
-        )
+        AppliedStack(
+            spark_workers=spec.spark_workers,
+            ports=spec.ports,
+            airflow_users=spec.airflow_users,
+            services=before_services | spec.selected,
+        ).save(self.state_dir, self.environment)
         statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
@@ -208,9 +218,14 @@ class Stack:
         finally:
             registry.close()
 
-    def down(self, purge: bool = False, progress: Progress | None = None) -> DownReport:
-        """Stop every process of the environment. `purge` also destroys the Terraform state and all data."""
-        nodes = self.nodes()
+    def down(
+        self, purge: bool = False, progress: Progress | None = None, only: set[Service] | None = None
+    ) -> DownReport:
+        """Stop every process of the environment, or of the `only` services. `purge` (everything) also destroys the
+        Terraform state and all data."""
+        if purge and only:
+            raise ValueError("purge removes the whole environment: it cannot be limited to some services")
+        nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         result = self._playbook("stop.yml", nodes, None, progress) if nodes else None
         if purge and (result is None or result.ok):
@@ -220,6 +235,7 @@ class Stack:
                 state_dir=self.state_dir,
                 spark_workers=applied.spark_workers,
                 ports=applied.ports,
+                airflow_users=applied.airflow_users,
             )
             self.terraform.apply(self.terraform.plan(spec.terraform_vars(), destroy=True))
             for sub in ("data", "run", "odin"):

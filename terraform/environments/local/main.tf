@@ -49,6 +49,7 @@ locals {
       parallelism = tostring(var.airflow_parallelism)
       # Airflow's metadata in its own database on the platform's PostgreSQL, as in production
       metadata_db = "postgresql+psycopg://postgres@${var.bind_host}:${local.ports.postgres}/airflow"
+      users       = join(",", [for u in sort(keys(var.airflow_users)) : "${u}:${var.airflow_users[u]}"])
     }
   }
 }

@@ -57,6 +57,16 @@ variable "airflow_parallelism" {
   }
 }
 
+variable "airflow_users" {
+  description = "Airflow's local users (simple auth manager) and their roles: viewer, user, op or admin."
+  type        = map(string)
+  default     = { admin = "admin" }
+  validation {
+    condition     = length(var.airflow_users) > 0 && alltrue([for r in values(var.airflow_users) : contains(["viewer", "user", "op", "admin"], r)])
+    error_message = "airflow_users needs at least one user, and every role must be one of viewer, user, op, admin."
+  }
+}
+
 variable "ports" {
   description = "Overrides of the default ports (see locals.default_ports for the names)."
   type        = map(number)

@@ -1,0 +1,94 @@
+"""Self-serve through a real Airflow (api-server, scheduler, dag-processor, triggerer on the stack's PostgreSQL, as
+`odin up` runs it): a CI pipeline deploys a dagger through the REST API v2; a person through the trigger form."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from jobs.generator import booking_logs, produce
+from jobs.lifecycle import Daggers
+from odin.airflow_api import AirflowApi, AirflowApiError
+from odin.endpoints import Endpoints
+from odin.spec import Service
+from tests.conftest import Services, TeamCluster
+from tests.test_dagger import surge_truth
+from tests.test_dags import PERF_STREAM, _form
+from tests.test_lifecycle import START, catalog_events, closing_markers, ensure_catalog_topics, sink_reaches
+
+USERS = {"admin": "admin", "alice": "user", "bob": "user"}  # alice is in the team; bob is not
+
+
+@dataclass(frozen=True)
+class Airflow:
+    url: str
+    endpoints: Endpoints
+
+    def api(self, user: str) -> AirflowApi:
+        return AirflowApi(self.url, user, self.endpoints.airflow_password(user))
+
+
+@pytest.fixture(scope="module")
+def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
+    """Airflow added to the session's stack (after the team cluster exists: the form's dropdowns are read when the
+    DAG file is parsed), stopped after this module."""
+    stack = services.stack
+    assert stack is not None
+    report = stack.up(stack.resolve(None, {Service.airflow}, None, USERS))
+    try:
+        assert report.ok, [(f.task, f.message) for f in report.playbook.failures]
+        endpoints = Endpoints(stack.nodes())
+        yield Airflow(endpoints.airflow_url, endpoints)
+    finally:
+        stack.down(only={Service.airflow})
+
+
+def _events(services: Services, team_cluster: TeamCluster, seed: int) -> None:
+    [topic, *_] = ensure_catalog_topics(services, team_cluster.registry, PERF_STREAM)
+    events = list(booking_logs(1_000, seed=seed, start=START, rate=10))
+    produce(
+        services.kafka_bootstrap, topic, iter([*events, *closing_markers(START + timedelta(minutes=8))]), partitions=2
+    )
+
+
+def test_passwords_are_odins_and_private(airflow: Airflow) -> None:
+    path = airflow.endpoints.airflow_passwords
+    assert path.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(AirflowApiError, match="login as alice"):
+        AirflowApi(airflow.url, "alice", "not-her-password")
+    logs = Path(airflow.endpoints.nodes["airflow-server"]["dirs"]["log"]).glob("airflow-server@*.log")
+    assert not [p for p in logs if airflow.endpoints.airflow_password("alice") in p.read_text(errors="replace")]
+
+
+def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
+    airflow: Airflow, services: Services, team_cluster: TeamCluster
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    _events(services, team_cluster, seed=51)
+    measurement = f"surge_api_{uuid.uuid4().hex[:6]}"
+    conf = _form(team, measurement, services, name="surge-api")
+    bob, alice = airflow.api("bob"), airflow.api("alice")
+    alice.wait_for_dag("dagger_deploy")
+    alice.unpause("dagger_deploy")
+
+    refused = bob.wait("dagger_deploy", bob.trigger("dagger_deploy", conf), timeout=300)
+    assert refused.state == "failed"
+    assert "bob is not a member of team" in bob.log("dagger_deploy", refused.run_id, "check")
+    assert registry.dagger(team, "surge-api") is None
+
+    run = alice.wait("dagger_deploy", alice.trigger("dagger_deploy", conf), timeout=600)
+    tasks = alice.task_states("dagger_deploy", run.run_id)
+    assert run.state == "success", {t: ti.state for t, ti in tasks.items()}
+    try:
+        record = registry.dagger(team, "surge-api")
+        assert record is not None and record.state == "running"
+        assert {e.actor for e in registry.history(f"dagger:{team}/surge-api")} == {"bob", "alice"}
+        truth = surge_truth(catalog_events(services, registry, PERF_STREAM))
+        assert sink_reaches(measurement, services, truth) == truth
+    finally:
+        Daggers(registry, team_cluster.state_dir).stop(team, "surge-api", "alice")
