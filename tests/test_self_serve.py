@@ -10,17 +10,22 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs.generator import booking_logs, produce
 from jobs.lifecycle import Daggers
 from odin.airflow_api import AirflowApi, AirflowApiError
 from odin.endpoints import Endpoints
+from odin.paths import REPO
 from odin.spec import Service
 from tests.conftest import Services, TeamCluster
+from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth
 from tests.test_dags import PERF_STREAM, _form
 from tests.test_lifecycle import START, catalog_events, closing_markers, ensure_catalog_topics, sink_reaches
+from tests.trigger_form import TriggerForm, chromium
 
+ARTIFACTS = REPO / ".local" / "artifacts"  # screenshots of the form and of the successful run
 USERS = {"admin": "admin", "alice": "user", "bob": "user"}  # alice is in the team; bob is not
 
 
@@ -92,3 +97,47 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
         assert sink_reaches(measurement, services, truth) == truth
     finally:
         Daggers(registry, team_cluster.state_dir).stop(team, "surge-api", "alice")
+
+
+def test_a_person_deploys_a_dagger_with_the_trigger_form(
+    airflow: Airflow, services: Services, team_cluster: TeamCluster
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    _events(services, team_cluster, seed=61)
+    measurement = f"surge_ui_{uuid.uuid4().hex[:6]}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    sections = {
+        "Dagger": {"team": team, "name": "surge-ui", "cluster": team_cluster.cluster},
+        "Source": {"stream": PERF_STREAM},
+        "Query": {"sql": SURGE_SQL},
+        "Sink": {"sink_type": "influx", "sink": {"url": services.victoria_metrics_url, "measurement": measurement}},
+        "Advanced": {"watermark_delay": "10s", "trigger_interval": "2s", "parallelism": 1},
+    }
+    alice = airflow.api("alice")
+    alice.wait_for_dag("dagger_deploy")
+    with chromium(ARTIFACTS / "dagger-deploy-failure") as browser:
+        form = TriggerForm(browser, airflow.url)
+        form.login("alice", airflow.endpoints.airflow_password("alice"))
+        form.open("dagger_deploy", "Dagger")
+        for section, fields in sections.items():
+            form.section(section)
+            for field, value in fields.items():
+                form.fill(field, value)
+        browser.save_screenshot(ARTIFACTS / "dagger-deploy-form.png")
+        run_id = form.trigger()
+        run = alice.wait("dagger_deploy", run_id, timeout=600)
+        failed = [t for t, ti in alice.task_states("dagger_deploy", run_id).items() if ti.state == "failed"]
+        if run.state != "success":
+            pytest.fail("\n".join(alice.log("dagger_deploy", run_id, t) for t in failed))
+        browser.refresh()
+        WebDriverWait(browser, 30).until(lambda d: "success" in d.page_source.lower())
+        browser.save_screenshot(ARTIFACTS / "dagger-deploy-run.png")
+    try:
+        record = registry.dagger(team, "surge-ui")
+        assert record is not None and (record.state, record.cluster) == ("running", team_cluster.cluster)
+        assert {e.actor for e in registry.history(f"dagger:{team}/surge-ui")} == {"alice"}
+        truth = surge_truth(catalog_events(services, registry, PERF_STREAM))
+        assert sink_reaches(measurement, services, truth) == truth
+        assert (ARTIFACTS / "dagger-deploy-run.png").stat().st_size > 10_000
+    finally:
+        Daggers(registry, team_cluster.state_dir).stop(team, "surge-ui", "alice")
