@@ -91,7 +91,7 @@ class TriggerForm:
             self._paste(str(value))
 
     def _click(self, element: WebElement) -> None:
-        """Click a field as a person would after scrolling the dialog to it (else the dialog's footer takes the click)."""
+        """Scroll the dialog to the field first, as a person would (else the dialog's footer takes the click)."""
         self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
         element.click()
 
