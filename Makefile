@@ -81,6 +81,7 @@ bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.stack_up
 	$(PY) -m bench.udfs
 	$(PY) -m bench.dagger_throughput
+	$(PY) -m bench.deploy_latency
 
 lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .

@@ -67,11 +67,15 @@ class AirflowApi:
         run = DagRunApi(self._client).trigger_dag_run(dag_id, TriggerDAGRunPostBody(conf=conf, logical_date=None))
         return str(run.dag_run_id)
 
+    def state(self, dag_id: str, run_id: str) -> str:
+        """queued, running, success or failed."""
+        return str(DagRunApi(self._client).get_dag_run(dag_id, run_id).state.value)
+
     def wait(self, dag_id: str, run_id: str, timeout: float = 600, poll: float = 2) -> RunState:
         """Poll the run until it succeeds or fails (or `timeout`)."""
         start = time.monotonic()
         while True:
-            state = str(DagRunApi(self._client).get_dag_run(dag_id, run_id).state.value)
+            state = self.state(dag_id, run_id)
             if state in FINISHED or time.monotonic() - start > timeout:
                 return RunState(run_id, state, time.monotonic() - start)
             time.sleep(poll)

@@ -17,6 +17,7 @@ from odin import catalog, health, processes
 from odin.ansible import PlaybookResult, run_playbook
 from odin.catalog import sync as catalog_sync
 from odin.catalog.sync import StreamSync
+from odin.cluster.secret import ensure_secret
 from odin.endpoints import Endpoints
 from odin.inventory import build_inventory
 from odin.paths import BIN_DIR, REPO
@@ -121,8 +122,13 @@ class Stack:
         self.terraform = Terraform(environment, self.state_dir)
 
     # -- helpers ---------------------------------------------------------------------------------------
+    @property
+    def rest_secret_file(self) -> Path:
+        """What requests to the stack's Spark REST submission endpoint are signed with (odin/cluster/secret.py)."""
+        return self.state_dir / "secrets" / "spark-rest.secret"
+
     def _extravars(self) -> dict[str, Any]:
-        return extravars(self.environment, self.state_dir)
+        return extravars(self.environment, self.state_dir) | {"odin_cluster_secret_file": str(self.rest_secret_file)}
 
     def _playbook(
         self, name: str, nodes: dict[str, Node], limit: str | None, progress: Progress | None
@@ -191,6 +197,7 @@ class Stack:
             if not gone.ok:
                 return UpReport(plan, removed, gone)
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
+        ensure_secret(self.rest_secret_file)  # the master's REST endpoint runs whatever it is sent: never open
         result = self._playbook("site.yml", planned, limit, progress)
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
         AppliedStack(

@@ -21,6 +21,7 @@ from jobs.lifecycle import Daggers
 from jobs.spec import parse_spec
 from jobs.submission import SparkRest
 from odin.cluster.lifecycle import Clusters, health
+from odin.cluster.requests import relocation
 from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR, REPO
@@ -111,11 +112,12 @@ def _other_secret(root: Path) -> Path:
     return path
 
 
-def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running(
+def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_moves_cluster(
     platform: tuple[Registry, Clusters, str], services: Services
 ) -> None:
     """The active master is killed while a dagger runs: ZooKeeper elects the standby, the worker and the driver
-    re-register with it, and the dagger goes on exactly (its driver never stopped)."""
+    re-register with it, and the dagger goes on exactly (its driver never stopped). Then the cluster is destroyed
+    with `move_daggers_to`: the dagger resumes its checkpoint on the team's other cluster, still exact."""
     registry, clusters, team = platform
     registry.add_member(team, "alice")
     spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_cores=3, worker_memory="3g")
@@ -156,11 +158,28 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running(
         assert sink_reaches(measurement, services, both) == both
         rest = SparkRest(record.addresses["rest_urls"], lambda: rest_token(clusters.secret_file(team, "ha"), "alice"))
         assert rest.status(deployed.submission_id).state == "RUNNING"  # type: ignore[arg-type]
+
+        clusters.create(ClusterSpec(team=team, name="spare", workers=1, worker_cores=2, worker_memory="2g"), "alice")
+        relocate = relocation(registry, clusters.state_dir, "alice", print)
+        clusters.destroy(team, "ha", "alice", move_daggers_to="spare", relocate=relocate)
+        moved = registry.dagger(team, "surge-ha")
+        assert moved is not None and (moved.state, moved.cluster) == ("running", "spare")
+        third = list(booking_logs(1_000, seed=43, start=start + timedelta(minutes=20), rate=10))
+        produce(
+            services.kafka_bootstrap,
+            topic,
+            iter([*third, *closing_markers(start + timedelta(minutes=25))]),
+            partitions=2,
+        )
+        every = both + surge_truth(third)
+        assert sink_reaches(measurement, services, every) == every  # resumed from its checkpoint: nothing twice
         daggers.stop(team, "surge-ha", "alice")
     finally:
         for d in registry.daggers(team=team, states=("deploying", "running", "stopping")):
             registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster
-        clusters.destroy(team, "ha", "alice")
+        for name in ("ha", "spare"):
+            if (c := registry.cluster(team, name)) is not None and c.state != "destroyed":
+                clusters.destroy(team, name, "alice")
 
 
 @pytest.mark.parametrize(

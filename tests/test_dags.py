@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from jobs.generator import booking_logs, produce
+from jobs.generator import booking_logs
 from odin.access import PLATFORM_TEAM
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
 from tests.conftest import Services, TeamCluster
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth
-from tests.test_lifecycle import START, catalog_events, closing_markers, ensure_catalog_topics, sink_reaches
+from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
 
 PERF_STREAM = "booking-log-perf"  # a stream of its own: the lifecycle tests' daggers read booking-log
 
@@ -138,11 +138,8 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")  # who `airflow dags test` runs as
-    [topic, *_] = ensure_catalog_topics(services, registry, PERF_STREAM)
     events = list(booking_logs(2_000, seed=31, start=START, rate=10))
-    produce(
-        services.kafka_bootstrap, topic, iter([*events, *closing_markers(START + timedelta(minutes=8))]), partitions=2
-    )
+    produce_to_stream(services, registry, events, START + timedelta(minutes=8), PERF_STREAM)
     env = _airflow_home(tmp_path, team_cluster.state_dir)
     measurement = f"surge_form_{uuid.uuid4().hex[:6]}"
 

@@ -31,7 +31,6 @@ from tests.test_dagger import influx_surge, surge_truth
 # Recent: VictoriaMetrics keeps 30 days.
 START = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
 CATALOG = "booking-log"
-TOPIC = "RIDE-booking-log"  # one of the catalog stream's topics
 
 
 def ensure_catalog_topics(services: Services, registry: Any, stream: str = CATALOG) -> list[str]:
@@ -39,6 +38,22 @@ def ensure_catalog_topics(services: Services, registry: Any, stream: str = CATAL
     assert known is not None, "odin up syncs the catalog into the stack's registry"
     ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, dict.fromkeys(known.topics, 2))
     return list(known.topics)
+
+
+def produce_to_stream(
+    services: Services,
+    registry: Any,
+    events: list[booking_log_pb2.BookingLog],
+    close_at: datetime,
+    stream: str = CATALOG,
+) -> None:
+    """`events` to the stream's first topic, and closing markers at `close_at` to every partition of its topics, as
+    a live stream's topics all carry events: a partition that has shown none holds the watermark back until it
+    counts as idle (the stream's idle_timeout), which would delay every window by that much."""
+    first, *others = ensure_catalog_topics(services, registry, stream)
+    produce(services.kafka_bootstrap, first, iter([*events, *closing_markers(close_at)]), partitions=2)
+    for topic in others:
+        produce(services.kafka_bootstrap, topic, iter(closing_markers(close_at)), partitions=2)
 
 
 def catalog_events(services: Services, registry: Any, stream: str = CATALOG) -> list[booking_log_pb2.BookingLog]:
@@ -100,9 +115,7 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     daggers = Daggers(registry, team_cluster.state_dir)
     measurement = f"surge_{uuid.uuid4().hex[:8]}"
     first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
-    produce(
-        services.kafka_bootstrap, TOPIC, iter([*first, *closing_markers(START + timedelta(minutes=8))]), partitions=2
-    )
+    produce_to_stream(services, registry, first, START + timedelta(minutes=8))
 
     record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
     locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
@@ -122,9 +135,7 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     updated = daggers.update(parse_spec(_spec(team, measurement, services, narrower)), "alice")
     assert (updated.state, updated.spec_version) == ("running", 2) and updated.submission_id != record.submission_id
     second = list(booking_logs(3_000, seed=22, start=START + timedelta(minutes=10), rate=10))
-    produce(
-        services.kafka_bootstrap, TOPIC, iter([*second, *closing_markers(START + timedelta(minutes=18))]), partitions=2
-    )
+    produce_to_stream(services, registry, second, START + timedelta(minutes=18))
     expected = surge_truth(everything) + Counter({k: n for k, n in surge_truth(second).items() if k[2] != "BIKE"})
     assert sink_reaches(measurement, services, expected) == expected
     [row] = [r for r in daggers.list(team) if r.name == "surge"]

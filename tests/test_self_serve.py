@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from jobs.generator import booking_logs, produce
+from jobs.generator import booking_logs
 from jobs.lifecycle import Daggers
 from odin.airflow_api import AirflowApi, AirflowApiError
 from odin.endpoints import Endpoints
@@ -22,7 +22,7 @@ from tests.conftest import Services, TeamCluster
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth
 from tests.test_dags import PERF_STREAM, _form
-from tests.test_lifecycle import START, catalog_events, closing_markers, ensure_catalog_topics, sink_reaches
+from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
 from tests.trigger_form import TriggerForm, chromium
 
 ARTIFACTS = REPO / ".local" / "artifacts"  # screenshots of the form and of the successful run
@@ -54,11 +54,8 @@ def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
 
 
 def _events(services: Services, team_cluster: TeamCluster, seed: int) -> None:
-    [topic, *_] = ensure_catalog_topics(services, team_cluster.registry, PERF_STREAM)
     events = list(booking_logs(1_000, seed=seed, start=START, rate=10))
-    produce(
-        services.kafka_bootstrap, topic, iter([*events, *closing_markers(START + timedelta(minutes=8))]), partitions=2
-    )
+    produce_to_stream(services, team_cluster.registry, events, START + timedelta(minutes=8), PERF_STREAM)
 
 
 def test_passwords_are_odins_and_private(airflow: Airflow) -> None:

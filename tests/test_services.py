@@ -10,6 +10,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odin.cluster.secret import rest_token
 from tests.conftest import Services
 
 
@@ -79,6 +80,10 @@ def test_spark_master_has_worker_and_rest_endpoint(services: Services) -> None:
     doc = httpx.get(f"{services.spark_ui_url}/json/").json()
     assert doc["status"] == "ALIVE"
     assert [w["state"] for w in doc["workers"]] == ["ALIVE"]
-    # The REST submission server answers (a status query for an unknown driver is a well-formed reply).
-    r = httpx.get(f"{services.spark_rest_url}/v1/submissions/status/driver-none")
-    assert r.json()["action"] == "SubmissionStatusResponse"
+    # The REST submission server runs anything it is sent: only requests signed with the stack's secret get in.
+    status = f"{services.spark_rest_url}/v1/submissions/status/driver-none"
+    assert httpx.get(status).status_code == 403
+    assert services.stack is not None and services.stack.rest_secret_file.stat().st_mode & 0o777 == 0o600
+    signed = {"Authorization": f"Bearer {rest_token(services.stack.rest_secret_file, 'test')}"}
+    # a status query for an unknown driver is a well-formed reply
+    assert httpx.get(status, headers=signed).json()["action"] == "SubmissionStatusResponse"
