@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from selenium import webdriver
+from selenium.common.exceptions import ElementClickInterceptedException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
@@ -91,9 +92,17 @@ class TriggerForm:
             self._paste(str(value))
 
     def _click(self, element: WebElement) -> None:
-        """Scroll the dialog to the field first, as a person would (else the dialog's footer takes the click)."""
+        """Scroll the dialog to the field first, as a person would (else the dialog's footer takes the click), and
+        click once the field is where it is drawn (while a section opens, its fields move under the pointer)."""
         self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-        element.click()
+
+        def clicked(_: webdriver.Chrome) -> bool:
+            element.click()
+            return True
+
+        WebDriverWait(self.driver, 10, poll_frequency=0.2, ignored_exceptions=[ElementClickInterceptedException]).until(
+            clicked
+        )
 
     def _paste(self, text: str) -> None:
         """Paste into the focused field, as a person pastes a query: typed key by key, the form re-renders while
