@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import base64
 import logging
+import os
 import sys
 import traceback
 from datetime import UTC, datetime
@@ -36,10 +37,13 @@ def main(argv: list[str]) -> int:
     from jobs.session import root_cause
     from jobs.spec import DaggerSpec
     from jobs.status import DaggerStatus, status_path, write_status
+    from odin.team_secrets import TeamSecrets
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = _args(argv)
     spec = DaggerSpec.model_validate_json(base64.urlsafe_b64decode(args.spec))
+    # the team's secrets, which the spec's sink names by environment variable (odin/team_secrets.py)
+    os.environ.update(TeamSecrets(args.state_dir).load(spec.team))
     plan = plan_dagger(spec, args.state_dir)
     path = status_path(plan.checkpoint)
     now = datetime.now(UTC)

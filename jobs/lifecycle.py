@@ -30,6 +30,7 @@ from odin.cluster.secret import rest_token, secret_file
 from odin.paths import REPO
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
+from odin.team_secrets import TeamSecrets, missing
 
 DRIVER = REPO / "jobs" / "driver.py"
 START_TIMEOUT_S = 240.0
@@ -126,6 +127,8 @@ class Daggers:
         """Who may deploy it where, its catalog streams and its plan: Refused names the first problem."""
         require_member(self.registry, actor, spec.team)
         self._cluster(spec.team, cluster)
+        if unset := missing(spec, TeamSecrets(self.state_dir)):
+            raise Refused("\n".join(unset))
         try:
             resolved = resolve_streams(spec, lambda name: self.registry.stream(name))
             return plan_dagger(resolved, self.state_dir)

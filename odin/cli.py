@@ -17,6 +17,7 @@ from rich.status import Status
 from rich.table import Table
 
 from jobs.spec import SLUG, format_errors
+from odin.access import require_member
 from odin.catalog import CatalogError
 from odin.catalog.schemas import BufError
 from odin.catalog.sync import StreamSync
@@ -27,6 +28,7 @@ from odin.registry import Refused, Registry, RegistryError
 from odin.registry.records import ClusterRecord
 from odin.spec import Service
 from odin.stack import NodeStatus, PreflightError, Stack
+from odin.team_secrets import TeamSecrets, check
 from odin.terraform import TerraformError
 
 app = typer.Typer(
@@ -280,6 +282,64 @@ def team_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
         for team in registry.teams():
             table.add_row(team, ", ".join(registry.members(team)))
         console.print(table)
+
+
+secret_app = typer.Typer(help="Team secrets: the values a dagger spec names by environment variable (never logged).")
+app.add_typer(secret_app, name="secret")
+
+
+@contextmanager
+def _team_secrets(team: str, env: str, state_dir: Path | None, action: str, **detail: str) -> Iterator[TeamSecrets]:
+    """The team's secrets, for a member of the team (or a platform engineer); the action (a secret's name, never
+    its value) goes in the registry's history."""
+    user = getpass.getuser()
+    with _registry(env, state_dir) as registry:
+        try:
+            with registry.action(user, action, f"team:{team}", **detail):
+                require_member(registry, user, team)
+                yield TeamSecrets(Stack(env, state_dir).state_dir)
+        except Refused as e:
+            raise _fail(f"refused: {e}") from None
+
+
+@secret_app.command("set")
+def secret_set(
+    team: Annotated[str, typer.Argument(help="The team whose daggers use it.")],
+    name: Annotated[str, typer.Argument(help="The environment variable a spec names (sink.password_env).")],
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Set a secret: the value is read from the terminal without echo, or from stdin (never a command-line
+    argument, which every local user can read)."""
+    value = typer.prompt(f"{name}", hide_input=True) if sys.stdin.isatty() else sys.stdin.read().rstrip("\n")
+    try:
+        check(name, value)
+    except ValueError as e:
+        raise _fail(str(e)) from None
+    with _team_secrets(team, env, state_dir, "secret_set", name=name) as secrets:
+        secrets.set(team, name, value)
+    console.print(f"secret {name} of team {team} set; daggers deployed from now on get it")
+
+
+@secret_app.command("list")
+def secret_list(team: Annotated[str, typer.Argument()], env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+    """The names of a team's secrets (never their values)."""
+    with _team_secrets(team, env, state_dir, "secret_list") as secrets:
+        names = secrets.names(team)
+    console.print("\n".join(names) if names else f"team {team} has no secrets")
+
+
+@secret_app.command("unset")
+def secret_unset(
+    team: Annotated[str, typer.Argument()],
+    name: Annotated[str, typer.Argument()],
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Remove a secret (running daggers keep the value they started with)."""
+    with _team_secrets(team, env, state_dir, "secret_unset", name=name) as secrets:
+        removed = secrets.unset(team, name)
+    console.print(f"secret {name} of team {team} {'removed' if removed else 'was not set'}")
 
 
 def _on_cluster(

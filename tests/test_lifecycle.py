@@ -3,6 +3,7 @@ its sink, updated on its checkpoint, stopped; other teams refused before anythin
 
 from __future__ import annotations
 
+import getpass
 import subprocess
 import time
 import uuid
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import psycopg
 import pytest
 from daggers.events import booking_log_pb2
 
@@ -24,6 +26,7 @@ from jobs.topics import ensure_topics
 from odin.cluster.secret import rest_token, secret_file
 from odin.paths import BIN_DIR
 from odin.registry import Refused
+from odin.team_secrets import TeamSecrets
 from tests.conftest import Services, TeamCluster, consume_all
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import influx_surge, surge_truth
@@ -206,3 +209,47 @@ def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamClus
     )
     assert refused.returncode == 1
     assert f"refused: team {team} has no dagger 'nothing'" in refused.stderr
+
+
+def test_a_sink_password_reaches_the_deployed_driver_from_the_teams_secrets(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    """A spec names its sink's password by environment variable; the value is the team's secret (`odin secret set`,
+    from stdin), which the driver on the worker gets without it passing through Spark's submission."""
+    registry, team, state = team_cluster.registry, team_cluster.team, team_cluster.state_dir
+    daggers = Daggers(registry, state)
+    table = f"surge_pg_{uuid.uuid4().hex[:8]}"
+    sink = {"type": "postgres", "dsn": services.postgres_dsn, "table": table, "password_env": "SURGE_PG_PASSWORD"}
+    spec = parse_spec(_spec(team, "m", services) | {"name": "surge-pg", "sink": sink})
+    with pytest.raises(Refused, match=rf"sink.password_env: SURGE_PG_PASSWORD is not a secret of team {team}: add it"):
+        daggers.deploy(spec, "main", "alice")
+    assert registry.dagger(team, "surge-pg") is None
+
+    registry.add_member(team, getpass.getuser())  # who runs the CLI
+    value = f"pw-{uuid.uuid4().hex}"
+    cli = [str(BIN_DIR / "odin"), "secret", "set", team, "SURGE_PG_PASSWORD", "--state-dir", str(state)]
+    done = subprocess.run(cli, input=value, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and value not in done.stdout + done.stderr, done.stderr
+    secrets = TeamSecrets(state).path(team)
+    assert secrets.stat().st_mode & 0o777 == 0o600 and secrets.parent.stat().st_mode & 0o777 == 0o700
+    assert [(e.action, e.detail.get("name")) for e in registry.history(f"team:{team}")] == [
+        ("secret_set", "SURGE_PG_PASSWORD")
+    ]
+
+    later = START + timedelta(minutes=20)  # after the first test's events: the stream's event time goes on
+    produce_to_stream(
+        services, registry, list(booking_logs(1_000, seed=71, start=later, rate=10)), later + timedelta(minutes=8)
+    )
+    try:
+        record = daggers.deploy(spec, "main", "alice")
+        assert record.state == "running"
+        expected = sum(surge_truth(catalog_events(services, registry)).values())
+        deadline, got = time.monotonic() + 120, None
+        while got != expected and time.monotonic() < deadline:
+            time.sleep(2)
+            with psycopg.connect(services.postgres_dsn) as conn:
+                exists = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+                got = conn.execute(f"SELECT sum(num_of_bookings) FROM {table}").fetchone()[0] if exists[0] else None  # type: ignore[index]
+        assert got == expected
+    finally:
+        daggers.stop(team, "surge-pg", "alice")
