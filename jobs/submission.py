@@ -35,6 +35,11 @@ class DriverStatus:
         return self.state in FINAL_STATES
 
 
+# How a standby (or recovering) master answers any request, with HTTP 200 (Spark's BACKUP_STANDALONE_MASTER_PREFIX):
+# the request goes to the next master.
+NOT_ALIVE = "Current state is not alive"
+
+
 class SparkRest:
     def __init__(self, rest_urls: list[str], token: Callable[[], str]) -> None:
         if not rest_urls:
@@ -63,8 +68,9 @@ class SparkRest:
             except ValueError:
                 problems.append(f"{url}: HTTP {r.status_code}: {r.text[:300]}")
                 continue
-            if doc.get("action") == "ErrorResponse" or (r.status_code >= 400 and not doc.get("success")):
-                problems.append(f"{url}: {doc.get('message') or r.text[:300]}")  # e.g. a standby master
+            standby = not doc.get("success") and str(doc.get("message", "")).startswith(NOT_ALIVE)
+            if standby or doc.get("action") == "ErrorResponse" or (r.status_code >= 400 and not doc.get("success")):
+                problems.append(f"{url}: {doc.get('message') or r.text[:300]}")
                 continue
             return doc
         raise SubmissionError("; ".join(problems))
