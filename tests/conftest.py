@@ -3,7 +3,9 @@ by Odin itself on free 127.0.0.1 ports in a temp dir, and stopped by PID at the 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -17,7 +19,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from sqlalchemy import create_engine, make_url, text
 
 # Airflow reads AIRFLOW_HOME when first imported: point it at a temp dir before any test imports it.
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="daggers-airflow-"))
+if "AIRFLOW_HOME" not in os.environ:
+    os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="daggers-airflow-")
+    atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from pyspark.sql import SparkSession
