@@ -114,7 +114,6 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     services: Services, team_cluster: TeamCluster
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
-    ensure_catalog_topics(services, registry)
     daggers = Daggers(registry, team_cluster.state_dir)
     measurement = f"surge_{uuid.uuid4().hex[:8]}"
     first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
@@ -155,9 +154,10 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     status = read_status(status_path(Path(stopped.checkpoint)))
     assert status is not None and status.batches > 0
     # The master reports KILLED when the driver's JVM is gone; its Python process ends when its gateway closes.
-    deadline, left = time.monotonic() + 30, [True]
-    while left and time.monotonic() < deadline:
-        left = [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]
+    deadline = time.monotonic() + 30
+    while (left := [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.5)
     assert not left
     actions = [(e.action, e.outcome) for e in reversed(registry.history(f"dagger:{team}/surge"))]
