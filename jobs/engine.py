@@ -83,8 +83,9 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> Sour
     clock_dir = str((plan.checkpoint / "event_time" / str(i)).absolute())
     delay_us = int(plan.spec.watermark_delay.total_seconds() * 1_000_000)
     stream = plan.spec.streams[i]
+    secrets = str(plan.secrets.absolute())
     return SourceOptions(
-        stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule
+        stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule, secrets
     )
 
 

@@ -35,6 +35,7 @@ from jobs.offsets import Clock, DataLossError, Extent, Gap, Partition, SourceOff
 from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, find_message
 from jobs.spec import StreamSpec
+from odin import team_secrets
 
 FORMAT = "dagger_kafka"
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
@@ -57,6 +58,7 @@ class SourceOptions:
     clock_dir: str | None = None  # where read tasks record each range's latest event time (jobs/event_time.py)
     delay_us: int = 0  # the dagger's watermark delay
     late_rule: WindowRule | None = None  # tells the events the watermark makes late; None: Spark drops them
+    secrets_file: str | None = None  # the team's secrets (odin/team_secrets.py): e.g. `kafka.password_env`'s value
 
     def to_option(self) -> str:
         return json.dumps(
@@ -70,6 +72,7 @@ class SourceOptions:
                 "clock_dir": self.clock_dir,
                 "delay_us": self.delay_us,
                 "late_rule": None if self.late_rule is None else astuple(self.late_rule),
+                "secrets_file": self.secrets_file,
             }
         )
 
@@ -80,8 +83,16 @@ class SourceOptions:
         filters = tuple(Predicate(c, op, tuple(values)) for c, op, values in d["filters"])
         stream = StreamSpec.model_validate(d["stream"])
         rule = None if d["late_rule"] is None else WindowRule(*d["late_rule"])
-        flush_at = d["flush_at_micros"]
-        return cls(stream, d["columns"], d["schemas"], flush_at, computed, filters, d["clock_dir"], d["delay_us"], rule)
+        flush_at, clock, delay, secrets = d["flush_at_micros"], d["clock_dir"], d["delay_us"], d["secrets_file"]
+        return cls(stream, d["columns"], d["schemas"], flush_at, computed, filters, clock, delay, rule, secrets)
+
+    def load_secrets(self) -> None:
+        """Put the team's secrets into this process's environment, where kafka_config finds the stream's password.
+        The source runs in Python processes Spark starts (the planner's on the driver, the read tasks' on
+        executors), which do not inherit what the driver's own process loaded (jobs/driver.py). Each of them serves
+        one dagger's application only; re-read every time, so a rotated secret is used from the next batch."""
+        if self.secrets_file is not None:
+            os.environ.update(team_secrets.load(Path(self.secrets_file)))
 
     def decoder(self) -> Decoder:
         columns = None if self.columns is None else tuple(self.columns)
@@ -118,9 +129,18 @@ def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: A
     if consumer:
         conf |= CONSUMER_DEFAULTS
     conf |= {**stream.kafka.config, **extra}
-    if stream.kafka.password_env:
-        conf["sasl.password"] = os.environ.get(stream.kafka.password_env, "")
+    if name := stream.kafka.password_env:
+        if name not in os.environ:  # an empty password would only show up as a broker refusing the client
+            raise SourceError(
+                f"kafka.password_env: {name} is not set (a deployed dagger reads it from its team's secrets: "
+                f"`odin secret set <team> {name}`)"
+            )
+        conf["sasl.password"] = os.environ[name]
     return conf
+
+
+class SourceError(RuntimeError):
+    """The source cannot reach its stream as configured; the message names the field to fix."""
 
 
 @dataclass
@@ -184,6 +204,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def consumer(self) -> Consumer:
         if self._consumer is None:
+            self.opts.load_secrets()
             self._consumer = Consumer(
                 kafka_config(self.stream, **{"group.id": "dagger-planner", "enable.auto.commit": False})
             )
@@ -344,6 +365,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets = [TopicPartition(p.topic, p.partition, o) for p, o in sorted(positions.items())]
         if offsets:
             if self._committer is None:  # one client for the query's life, not one per batch
+                self.opts.load_secrets()
                 self._committer = Consumer(
                     kafka_config(self.stream, **{"group.id": group, "enable.auto.commit": False})
                 )
@@ -363,6 +385,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield decoder.sentinel(partition.rowtime_micros, watermark=partition.watermark)
             return
         assert isinstance(partition, RangePartition)
+        self.opts.load_secrets()
         log = None if self.opts.clock_dir is None else EventTimeLog(Path(self.opts.clock_dir))
         yield from read_range(self.stream, decoder, partition, late_rule=self.opts.late_rule, log=log)
 
@@ -385,6 +408,7 @@ class KafkaTailReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
+        self.opts.load_secrets()
         # A preview is read-only: undecodable events are skipped, not sent to the dead-letter topic.
         yield from read_range(self.opts.stream, self.opts.decoder(), partition, dead_letters=False)
 

@@ -127,10 +127,14 @@ class Daggers:
         """Who may deploy it where, its catalog streams and its plan: Refused names the first problem."""
         require_member(self.registry, actor, spec.team)
         self._cluster(spec.team, cluster)
-        if unset := missing(spec, TeamSecrets(self.state_dir)):
-            raise Refused("\n".join(unset))
         try:
             resolved = resolve_streams(spec, lambda name: self.registry.stream(name))
+        except SpecError as e:
+            raise Refused(str(e)) from None
+        # after the catalog lookup: a catalog stream's Kafka cluster may need a password too
+        if unset := missing(resolved, TeamSecrets(self.state_dir)):
+            raise Refused("\n".join(unset))
+        try:
             return plan_dagger(resolved, self.state_dir)
         except SpecError as e:
             raise Refused(str(e)) from None

@@ -19,6 +19,7 @@ from jobs.sql.parse import parse_query
 from jobs.sql.pushdown import push_filters, push_udfs
 from jobs.udfs import SCALAR_UDFS, SHADOWED_BY_BUILTINS
 from odin.paths import default_state_dir
+from odin.team_secrets import TeamSecrets
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class DaggerPlan:
     shape: OutputShape
     output_mode: str  # append: rows are final (windows closed by the watermark); update: upserted
     checkpoint: Path
+    secrets: Path  # the team's secrets file (odin/team_secrets.py), read where the source runs
     late_rule: WindowRule | None = None  # how the reader tells late events (one stream, one window), else Spark
 
     @property
@@ -95,9 +97,8 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         columns = [n for n in field_names(full.desc) if n != ROWTIME and (used is None or n.lower() in used)]
         pruned = Decoder(full.desc, stream.timestamp_field, columns, computed, filters)
         streams.append(StreamPlan(stream.table, pruned, columns, tuple(computed), tuple(filters)))
-    checkpoint = (
-        spec.checkpoint_dir or (state_dir or default_state_dir()) / "daggers" / spec.team / spec.name / "checkpoint"
-    )
+    state_dir = state_dir or default_state_dir()
+    checkpoint = spec.checkpoint_dir or state_dir / "daggers" / spec.team / spec.name / "checkpoint"
     plan = DaggerPlan(
         spec=spec,
         streams=streams,
@@ -106,6 +107,7 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         output_mode="update" if query.aggregated and not query.windowed else "append",
         checkpoint=checkpoint,
         late_rule=WindowRule(*query.event_window) if query.event_window and len(streams) == 1 else None,
+        secrets=TeamSecrets(state_dir).path(spec.team),
     )
     check_influx_time(plan)  # an influx sink needs each point's time from its row, not the write time
     return plan

@@ -1,9 +1,11 @@
-"""Each team's secrets: what its daggers' sinks name in a spec (`sink.password_env`, `token_env`, `username_env`).
+"""Each team's secrets: what its daggers name in a spec (the sink's `password_env`, `token_env`, `username_env`;
+a stream's `kafka.password_env`).
 
 A spec names an environment variable, never a value. A deployed driver runs on a worker the platform does not
 choose, from an environment nobody types into, so the platform keeps each team's values in one file Odin's user
 alone reads (0600, in a 0700 directory of Odin's state: shared storage on a real deployment, as the checkpoints),
-and the driver puts them into its environment before it opens a sink (jobs/driver.py). Spark's own ways to pass
+and the driver puts them into its environment before it opens a sink (jobs/driver.py), as the source's read tasks
+do on executors (jobs/kafka_source.py). Spark's own ways to pass
 environment variables (the REST submission's `environmentVariables`, `spark.driverEnv.*`) would show the values in
 the master's UI and JSON API. Who set which name, and when, is in the registry's history; values are never logged.
 """
@@ -28,11 +30,7 @@ class TeamSecrets:
         return self.state_dir / "teams" / team / "secrets.json"
 
     def load(self, team: str) -> dict[str, str]:
-        try:
-            values: dict[str, str] = json.loads(self.path(team).read_text())
-        except FileNotFoundError:
-            return {}
-        return values
+        return load(self.path(team))
 
     def names(self, team: str) -> list[str]:
         return sorted(self.load(team))
@@ -58,6 +56,15 @@ class TeamSecrets:
         os.replace(tmp, path)  # a driver starting meanwhile reads the old file or the new one, never half of one
 
 
+def load(path: Path) -> dict[str, str]:
+    """The secrets kept in `path`; none if there is no such file."""
+    try:
+        values: dict[str, str] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    return values
+
+
 def check(name: str, value: str) -> None:
     """ValueError unless `name` is an environment variable's name and `value` is not empty."""
     if not ENV_NAME.fullmatch(name):
@@ -67,8 +74,9 @@ def check(name: str, value: str) -> None:
 
 
 def required(spec: DaggerSpec) -> dict[str, str]:
-    """The environment variables the spec's sink names, by the field that names each."""
-    out = {}
+    """The environment variables the spec's sink and streams name, by the field that names each."""
+    out = {f"streams.{i}.kafka.password_env": s.kafka.password_env for i, s in enumerate(spec.streams)}
+    out = {k: v for k, v in out.items() if v}
     for field in ("password_env", "token_env", "username_env"):
         name = getattr(spec.sink, field, None)
         if name:
@@ -77,7 +85,7 @@ def required(spec: DaggerSpec) -> dict[str, str]:
 
 
 def missing(spec: DaggerSpec, secrets: TeamSecrets) -> list[str]:
-    """One line per secret the spec's sink needs that its team does not have, saying how to add it."""
+    """One line per secret the spec needs that its team does not have, saying how to add it."""
     have = set(secrets.names(spec.team))
     return [
         f"{field}: {name} is not a secret of team {spec.team}: add it with `odin secret set {spec.team} {name}`"
