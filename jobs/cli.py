@@ -265,7 +265,7 @@ def run(
     plan = _plan(spec, state_dir)
     console.print(f"dagger {plan.spec.qualified_name} on {master}; checkpoint {plan.checkpoint}", soft_wrap=True)
 
-    def on_progress(p: dict[str, Any]) -> None:
+    def on_progress(p: dict[str, Any], _sink_errors: int) -> None:
         wm = (p.get("eventTime") or {}).get("watermark", "-")
         what = "end of input, closing every window" if sentinel_rows(p) else f"{event_rows(p)} events"
         console.print(

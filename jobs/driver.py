@@ -50,9 +50,9 @@ def main(argv: list[str]) -> int:
     status = DaggerStatus(phase="starting", run=args.run, started_at=now, updated_at=now)
     write_status(path, status)
 
-    def on_progress(progress: dict[str, Any]) -> None:
+    def on_progress(progress: dict[str, Any], sink_errors: int) -> None:
         nonlocal status
-        status = status.progressed(progress)
+        status = status.progressed(progress, sink_errors)
         write_status(path, status)
 
     try:

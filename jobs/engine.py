@@ -132,7 +132,7 @@ def run(
     plan: DaggerPlan,
     spark: SparkSession,
     once: bool = False,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[dict[str, Any], int], None] | None = None,
     reset_checkpoint: bool = False,
 ) -> RunResult:
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
@@ -197,7 +197,7 @@ def run(
                         _account(result, p)
                         telemetry.record(p, sink.attempts_failed)
                     if on_progress:
-                        on_progress(p)
+                        on_progress(p, sink.attempts_failed)
             if stop["requested"] and q.isActive:
                 q.stop()  # the batch under way is cancelled (replayed on restart), unless it failed on its own
             failure = q.exception()

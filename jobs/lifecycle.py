@@ -126,6 +126,10 @@ class Daggers:
     def check(self, spec: DaggerSpec, cluster: str, actor: str | None) -> DaggerPlan:
         """Who may deploy it where, its catalog streams and its plan: Refused names the first problem."""
         require_member(self.registry, actor, spec.team)
+        return self.plan(spec, cluster)
+
+    def plan(self, spec: DaggerSpec, cluster: str) -> DaggerPlan:
+        """check() without asking who: for the platform's own actions (a restart by health) on a recorded spec."""
         self._cluster(spec.team, cluster)
         try:
             resolved = resolve_streams(spec, lambda name: self.registry.stream(name))
@@ -195,7 +199,8 @@ class Daggers:
                     team=spec.team,
                     name=spec.name,
                     spec=spec.model_dump(mode="json"),
-                    spec_version=(known.spec_version + 1) if known else 1,
+                    # the same spec again (a restart, a move) is the same version
+                    spec_version=known.spec_version + (known.spec != spec.model_dump(mode="json")) if known else 1,
                     checkpoint=str(plan.checkpoint),
                     state="deploying",
                     cluster=cluster,
@@ -224,16 +229,20 @@ class Daggers:
             now = verdict(deployment)
         return now if now.done else Started(True, False, f"no progress within {timeout_s:.0f} s")
 
-    def conclude(self, deployment: Deployment, verdict: Started) -> DaggerRecord:
+    def conclude(
+        self, deployment: Deployment, verdict: Started, action: str = "dagger_deploy", message: str = ""
+    ) -> DaggerRecord:
         """Record how the deployment ended; a failed one's driver is killed (supervise would relaunch it)."""
         subject = f"dagger:{deployment.team}/{deployment.name}"
+        detail = {"run": deployment.run, "submission_id": deployment.submission_id}
         if verdict.ok:
             self.registry.set_dagger_state(deployment.team, deployment.name, "running")
-            self.registry.record(deployment.actor, "dagger_deploy", subject, "ok", "", {"run": deployment.run})
+            self.registry.record(deployment.actor, action, subject, "ok", message, detail)
         else:
             self._kill(deployment.rest(), deployment.submission_id)
             self.registry.set_dagger_state(deployment.team, deployment.name, "failed")
-            self.registry.record(deployment.actor, "dagger_deploy", subject, "failed", verdict.reason)
+            reason = f"{message}: {verdict.reason}" if message else verdict.reason
+            self.registry.record(deployment.actor, action, subject, "failed", reason, detail)
         record = self.registry.dagger(deployment.team, deployment.name)
         assert record is not None
         if not verdict.ok:
@@ -269,6 +278,31 @@ class Daggers:
         stopped = self.registry.dagger(team, name)
         assert stopped is not None
         return stopped
+
+    def end_driver(self, team: str, name: str, actor: str) -> str | None:
+        """Kill what is left of the dagger's driver (a driver queued for a worker, one that runs without progress)
+        and wait until the master reports it ended; its final state, None if there was no driver to end."""
+        record = self.registry.dagger(team, name)
+        if record is None or record.cluster is None or record.submission_id is None:
+            return None
+        rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
+        return self._kill(rest, record.submission_id)
+
+    def restart(self, team: str, name: str, actor: str, reason: str) -> DaggerRecord:
+        """Submit the dagger's recorded spec again on its cluster and checkpoint (the platform's own action: its
+        driver is gone or ended first, see end_driver); one `dagger_restart` history entry with the reason."""
+        record = self.registry.dagger(team, name)
+        if record is None or record.cluster is None:
+            raise Refused(f"no deployed dagger {team}/{name}")
+        spec = DaggerSpec.model_validate(record.spec)
+        try:
+            plan = self.plan(spec, record.cluster)
+        except Refused as e:
+            self.registry.record(actor, "dagger_restart", f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
+            raise
+        self.registry.set_dagger_state(team, name, "failed")  # submit takes a dagger that is not running
+        deployment = self.submit(plan, record.cluster, actor)
+        return self.conclude(deployment, self.wait_started(deployment), "dagger_restart", reason)
 
     def prepare_update(
         self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False

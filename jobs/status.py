@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from jobs.telemetry import event_rows, partition_lags, rates
+from jobs.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates
 
 STATUS_FILE = "status.json"
 DriverPhase = Literal["starting", "running", "stopped", "failed"]
@@ -31,10 +31,18 @@ class DaggerStatus(BaseModel):
     input_rate: float = 0.0
     processed_rate: float = 0.0
     lag: int = 0  # events beyond the last batch's end, summed over partitions
+    lags: dict[str, int] = Field(default_factory=dict)  # "topic/partition" -> its lag at the last batch
+    # since the driver started (jobs/telemetry.py): what health compares between two checks
+    malformed: int = 0
+    late: int = 0
+    lost: int = 0
+    sink_errors: int = 0  # failed sink write attempts (each retried)
     error: str = ""
 
-    def progressed(self, progress: dict[str, Any]) -> DaggerStatus:
+    def progressed(self, progress: dict[str, Any], sink_errors: int = 0) -> DaggerStatus:
         input_rate, processed_rate = rates(progress)
+        lags = partition_lags(progress)
+        malformed, lost = malformed_and_lost(progress)
         return self.model_copy(
             update={
                 "phase": "running",
@@ -44,7 +52,12 @@ class DaggerStatus(BaseModel):
                 "events": self.events + event_rows(progress),
                 "input_rate": input_rate,
                 "processed_rate": processed_rate,
-                "lag": sum(partition_lags(progress).values()),
+                "lag": sum(lags.values()),
+                "lags": {f"{topic}/{partition}": lag for (topic, partition), lag in sorted(lags.items())},
+                "malformed": self.malformed + malformed,
+                "late": self.late + late_events(progress),
+                "lost": self.lost + lost,
+                "sink_errors": sink_errors,
             }
         )
 

@@ -88,14 +88,20 @@ def rates(progress: dict[str, Any]) -> tuple[float, float]:
     )
 
 
-def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
-    """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
-    ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
-    tag = f"dagger={escape_key(dagger)}"
+def malformed_and_lost(progress: dict[str, Any]) -> tuple[int, int]:
+    """(malformed, lost) events of a batch: offsets consumed that gave no row, and events a gap skipped."""
     consumed = lost = 0
     for start, end in _batches(progress):
         consumed += sum(stop - begin for begin, stop in batch_ranges(start, end).values())
         lost += end.lost
+    return max(0, consumed - event_rows(progress)), lost
+
+
+def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
+    """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
+    ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
+    tag = f"dagger={escape_key(dagger)}"
+    malformed, lost = malformed_and_lost(progress)
     lines = [
         f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={partition} lag={lag}i {ts_ns}"
         for (topic, partition), lag in sorted(partition_lags(progress).items())
@@ -107,7 +113,7 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
         "input_rate": f"{input_rate}",
         "processed_rate": f"{processed_rate}",
         "batch_duration_ms": f"{int(progress.get('durationMs', {}).get('triggerExecution', 0))}i",
-        "malformed": f"{max(0, consumed - rows)}i",
+        "malformed": f"{malformed}i",
         "late_events": f"{late_events(progress)}i",
         "dropped_by_watermark": f"{dropped_by_watermark(progress)}i",
         "lost_events": f"{lost}i",

@@ -20,7 +20,8 @@ from jobs.generator import booking_logs, produce
 from jobs.lifecycle import Daggers
 from jobs.spec import parse_spec
 from jobs.submission import SparkRest
-from odin.cluster.lifecycle import Clusters, health
+from odin.cluster.health import health
+from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import relocation
 from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec

@@ -11,17 +11,16 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 
 from jobs.spec import format_errors
 from odin.ansible import PlaybookResult, run_playbook
+from odin.cluster.health import ClusterHealth, check_cluster, wait_healthy
 from odin.cluster.secret import ensure_secret, secret_file
 from odin.cluster.spec import ClusterSpec
 from odin.inventory import build_inventory
@@ -131,6 +130,25 @@ class Clusters:
             report = self._converge(spec, record.model_copy(update={"workers": workers}), detail)
         return report
 
+    def heal(self, team: str, name: str, actor: str, reason: str) -> ClusterReport:
+        """Bring a cluster's dead masters and workers back: the same converge as create, on its recorded spec
+        (Ansible starts what is not running and leaves the rest alone)."""
+        subject = f"cluster:{team}/{name}"
+        with self.registry.action(actor, "cluster_heal", subject, reason=reason) as detail:
+            record = self._existing(team, name)
+            if record.state not in ("ready", "failed"):
+                raise Refused(f"cluster {team}/{name} is {record.state}: heal it once it is ready or failed")
+            return self._converge(self.spec_of(record), record, detail)
+
+    def nodes(self, team: str, name: str) -> dict[str, Node]:
+        """The cluster's nodes, from its own Terraform state."""
+        nodes: dict[str, Node] = self._terraform(self.spec_of(self._existing(team, name))).outputs().get("nodes", {})
+        return nodes
+
+    def check(self, team: str, name: str) -> ClusterHealth:
+        record = self._existing(team, name)
+        return check_cluster(self.nodes(team, name), record.workers)
+
     def destroy(
         self,
         team: str,
@@ -199,7 +217,7 @@ class Clusters:
                 failures = "; ".join(f"{f.host}/{f.task}: {f.message}" for f in result.failures)
                 raise ClusterError(f"ansible could not converge {spec.qualified_name}: {failures}")
             self.say("health check")
-            problems = wait_healthy(nodes, spec.workers)
+            problems = wait_healthy(nodes, spec.workers, HEALTH_TIMEOUT_S)
             if problems:
                 raise ClusterError(f"{spec.qualified_name} is not healthy: {'; '.join(problems)}")
         except BaseException:
@@ -273,35 +291,3 @@ class Clusters:
 def _google_provider_available() -> bool:
     roots = [Path(os.environ.get("TF_PLUGIN_CACHE_DIR", "/nonexistent")), Path.home() / ".terraform.d" / "plugins"]
     return any((r / "registry.terraform.io" / "hashicorp" / "google").is_dir() for r in roots)
-
-
-def health(nodes: dict[str, Node], workers: int) -> list[str]:
-    """What is wrong with a cluster, from its masters' status pages: one master ALIVE (the others STANDBY), and
-    `workers` workers ALIVE with it."""
-    problems, alive = [], []
-    for name, node in sorted(nodes.items()):
-        if node["role"] != "spark_master":
-            continue
-        try:
-            doc = httpx.get(f"http://{node['host']}:{node['ports']['ui']}/json/", timeout=5).json()
-        except (httpx.HTTPError, ValueError) as e:
-            problems.append(f"{name}: {type(e).__name__}: {e}")
-            continue
-        if doc.get("status") == "ALIVE":
-            alive.append((name, sum(w.get("state") == "ALIVE" for w in doc.get("workers", []))))
-        elif doc.get("status") != "STANDBY":
-            problems.append(f"{name}: {doc.get('status')}")
-    if len(alive) != 1:
-        problems.append(f"{len(alive)} masters ALIVE ({', '.join(n for n, _ in alive) or 'none'}), expected 1")
-    elif alive[0][1] < workers:
-        problems.append(f"{alive[0][1]} of {workers} workers ALIVE on {alive[0][0]}")
-    return problems
-
-
-def wait_healthy(nodes: dict[str, Node], workers: int, timeout_s: float = HEALTH_TIMEOUT_S) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    problems = health(nodes, workers)
-    while problems and time.monotonic() < deadline:
-        time.sleep(1)
-        problems = health(nodes, workers)
-    return problems

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ClusterState = Literal["provisioning", "ready", "failed", "destroying", "destroyed"]
-DaggerState = Literal["deploying", "running", "stopping", "stopped", "failed"]
+DaggerState = Literal["deploying", "running", "stopping", "stopped", "failed", "crashlooping"]
 Outcome = Literal["ok", "refused", "failed"]
 
 

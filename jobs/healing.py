@@ -1,0 +1,271 @@
+"""One health check of every team cluster and registered dagger, and the self-healing it calls for.
+
+observe (masters, driver status files, the registry) → judge (jobs/health.py) → heal → report. Healing, in order:
+1. drivers of failed daggers are ended first, so that nothing (a master relaunching a supervised driver on a worker
+   that comes back) can start a second driver on the same checkpoint;
+2. clusters with dead masters or workers are converged by Odin (odin/cluster/lifecycle.py `heal`);
+3. the failed daggers are submitted again on their checkpoints (jobs/lifecycle.py `restart`), within a restart
+   budget; past it a dagger is marked crashlooping and its team is paged, once.
+Every action goes to the registry's history with its reason (actor `odin-health`); each check writes a JSON report
+(the next check's trends start from it) and `dagger_health` / `cluster_health` points to the TSDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, Field
+
+from jobs.health import LEVEL, DaggerHealth, HealthPolicy, Observation, judge
+from jobs.lifecycle import Daggers, DeployError
+from jobs.sinks.influx import escape_key
+from jobs.status import read_status, status_path
+from jobs.submission import DriverStatus, SparkRest, SubmissionError
+from odin.cluster.health import ClusterHealth
+from odin.cluster.lifecycle import ClusterError, Clusters
+from odin.cluster.secret import rest_token, secret_file
+from odin.registry import Refused, Registry
+from odin.registry.records import ClusterRecord, DaggerRecord
+
+ACTOR = "odin-health"
+WATCHED = ("running", "failed", "crashlooping")  # deploying: its deploy run watches it; stopped: nothing to do
+WORKER_TIMEOUT_S = 15.0  # spark.worker.timeout of team clusters (ansible/roles/spark_master)
+KEEP_REPORTS = 1440  # a day of checks, one a minute
+Say = Callable[[str], None]
+
+
+class ClusterEntry(BaseModel):
+    team: str
+    name: str
+    ok: bool
+    active_master: str | None
+    alive_workers: int
+    workers: int
+    problems: list[str] = Field(default_factory=list)
+    healed: bool | None = None  # None: not attempted
+
+
+class HealthReport(BaseModel):
+    checked_at: datetime
+    clusters: list[ClusterEntry] = Field(default_factory=list)
+    daggers: list[DaggerHealth] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)  # what the check did, in words, in order
+
+    def dagger(self, team: str, name: str) -> DaggerHealth | None:
+        return next((d for d in self.daggers if (d.team, d.name) == (team, name)), None)
+
+
+class Reports:
+    """The JSON report of each check in `<state>/health/`, and `latest.json`, which the next check starts from."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir / "health"
+
+    def latest(self) -> HealthReport | None:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            return HealthReport.model_validate_json((self.dir / "latest.json").read_text())
+        return None
+
+    def write(self, report: HealthReport) -> Path:
+        runs = self.dir / "reports"
+        runs.mkdir(parents=True, exist_ok=True)
+        path = runs / f"{report.checked_at:%Y%m%dT%H%M%S%fZ}.json"
+        body = report.model_dump_json(indent=2) + "\n"
+        path.write_text(body)
+        tmp = self.dir / ".latest.json"
+        tmp.write_text(body)
+        tmp.replace(self.dir / "latest.json")
+        for old in sorted(runs.glob("*.json"))[:-KEEP_REPORTS]:
+            old.unlink(missing_ok=True)
+        return path
+
+
+def points(report: HealthReport) -> list[str]:
+    """Influx line protocol: one `dagger_health` point per dagger, one `cluster_health` per cluster."""
+    ts = int(report.checked_at.timestamp() * 1e9)
+    lines = []
+    for c in report.clusters:
+        tags = f"team={escape_key(c.team)},cluster={escape_key(c.name)}"
+        fields = f"ok={int(c.ok)}i,alive_workers={c.alive_workers}i,workers={c.workers}i"
+        lines.append(f"cluster_health,{tags} {fields} {ts}")
+    for d in report.daggers:
+        tags = f"team={escape_key(d.team)},dagger={escape_key(d.name)},cluster={escape_key(d.cluster or '-')}"
+        reasons = "; ".join(d.reasons).replace("\\", "\\\\").replace('"', '\\"')
+        fields = (
+            f"level={LEVEL[d.verdict]}i,healthy={int(d.verdict == 'healthy')}i,lag={d.lag}i,"
+            f"input_rate={d.input_rate},processed_rate={d.processed_rate},restarts={d.restarts}i,"
+            f'progress_age_s={d.progress_age_s if d.progress_age_s is not None else -1.0},reasons="{reasons}"'
+        )
+        lines.append(f"dagger_health,{tags} {fields} {ts}")
+    return lines
+
+
+class Checkup:
+    def __init__(
+        self,
+        registry: Registry,
+        state_dir: Path,
+        *,
+        policy: HealthPolicy | None = None,
+        metrics_url: str | None = None,
+        pager: Callable[[DaggerHealth], None] | None = None,
+        say: Say | None = None,
+    ) -> None:
+        self.registry, self.state_dir = registry, state_dir
+        self.policy = policy or HealthPolicy()
+        self.metrics_url = metrics_url
+        self.pager = pager
+        self.say: Say = say or (lambda _m: None)
+        self.clusters = Clusters(registry, state_dir, self.say)
+        self.daggers = Daggers(registry, state_dir, self.say)
+        self.reports = Reports(state_dir)
+
+    # -- observe ------------------------------------------------------------------------------------------------
+
+    def _clusters(self) -> dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]]:
+        out = {}
+        for record in self.registry.clusters(states=("ready", "failed")):
+            out[(record.team, record.name)] = (record, self.clusters.check(record.team, record.name))
+        return out
+
+    def _driver(self, record: DaggerRecord, cluster: ClusterRecord | None) -> tuple[DriverStatus | None, str]:
+        if cluster is None or record.submission_id is None:
+            return None, "no cluster or submission recorded"
+        token = secret_file(self.state_dir, record.team, cluster.name)
+        try:
+            rest = SparkRest(list(cluster.addresses.get("rest_urls", [])), lambda: rest_token(token, ACTOR))
+            return rest.status(record.submission_id), ""
+        except SubmissionError as e:
+            return None, str(e)
+
+    def _restarts(self, record: DaggerRecord, now: datetime) -> int:
+        since = now - self.policy.budget_window
+        count = 0
+        for entry in self.registry.history(f"dagger:{record.qualified_name}", limit=200):  # newest first
+            if entry.at < since or entry.action in ("dagger_deploy", "dagger_update"):
+                break  # a deploy or update by a person starts a new budget
+            count += entry.action == "dagger_restart" and entry.outcome != "refused"
+        return count
+
+    def observe(
+        self,
+        record: DaggerRecord,
+        clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]],
+        previous: HealthReport | None,
+    ) -> Observation:
+        now = datetime.now(UTC)
+        cluster_record, cluster_health = clusters.get((record.team, record.cluster or ""), (None, None))
+        driver, driver_error = self._driver(record, cluster_record)
+        return Observation(
+            record=record,
+            now=now,
+            driver=driver,
+            driver_error=driver_error,
+            status=read_status(status_path(Path(record.checkpoint))),
+            cluster=cluster_health,
+            restarts=self._restarts(record, now),
+            previous=previous.dagger(record.team, record.name) if previous else None,
+        )
+
+    def _judge_all(
+        self, clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]], previous: HealthReport | None
+    ) -> list[DaggerHealth]:
+        return [judge(self.observe(d, clusters, previous), self.policy) for d in self.registry.daggers(states=WATCHED)]
+
+    # -- check and heal -----------------------------------------------------------------------------------------
+
+    def run(self, heal: bool = True) -> HealthReport:
+        previous = self.reports.latest()
+        clusters = self._clusters()
+        verdicts = self._judge_all(clusters, previous)
+        report = HealthReport(checked_at=datetime.now(UTC), daggers=verdicts)
+        if heal:
+            if any(v.action == "wait" for v in verdicts):
+                # the master has not seen a driver's worker die yet: give it spark.worker.timeout, then look again
+                report.actions.append("waiting for the masters to notice dead workers")
+                time.sleep(WORKER_TIMEOUT_S + 5)
+                clusters = self._clusters()
+                report.daggers = verdicts = self._judge_all(clusters, previous)
+            self._heal(report, verdicts, clusters)
+        else:
+            report.clusters = [_entry(r, h) for r, h in clusters.values()]
+        path = self.reports.write(report)
+        self._send(report)
+        self.say(f"health report {path}")
+        return report
+
+    def _heal(
+        self,
+        report: HealthReport,
+        verdicts: list[DaggerHealth],
+        clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]],
+    ) -> None:
+        act = report.actions.append
+        restarts = [v for v in verdicts if v.action == "restart"]
+        for v in list(restarts):
+            try:
+                ended = self.daggers.end_driver(v.team, v.name, ACTOR)
+            except (DeployError, SubmissionError) as e:  # not sure it ended: no second driver, try next check
+                restarts.remove(v)
+                act(f"{v.qualified_name}: could not end its driver, not restarted: {e}")
+                continue
+            if ended:
+                act(f"{v.qualified_name}: ended its driver ({ended})")
+        for record, health in clusters.values():
+            entry = _entry(record, health)
+            if not health.ok:
+                reason = "; ".join(health.problems)
+                self.say(f"healing cluster {record.qualified_name}: {reason}")
+                try:
+                    self.clusters.heal(record.team, record.name, ACTOR, reason)
+                    entry.healed = True
+                    act(f"cluster {record.qualified_name}: converged ({reason})")
+                except (ClusterError, Refused) as e:
+                    entry.healed = False
+                    act(f"cluster {record.qualified_name}: could not converge: {e}")
+            report.clusters.append(entry)
+        for v in restarts:
+            reason = "; ".join(v.reasons)
+            try:
+                self.daggers.restart(v.team, v.name, ACTOR, reason)
+                act(f"{v.qualified_name}: restarted from its checkpoint ({reason})")
+            except (DeployError, Refused, SubmissionError) as e:
+                act(f"{v.qualified_name}: restart failed: {e}")
+        for v in verdicts:
+            if v.action == "give_up":
+                self._give_up(v)
+                act(f"{v.qualified_name}: crashlooping, paged ({'; '.join(v.reasons)})")
+
+    def _give_up(self, v: DaggerHealth) -> None:
+        self.daggers.end_driver(v.team, v.name, ACTOR)
+        self.registry.set_dagger_state(v.team, v.name, "crashlooping")
+        subject = f"dagger:{v.qualified_name}"
+        self.registry.record(ACTOR, "dagger_crashlooping", subject, "ok", "; ".join(v.reasons))
+        if self.pager is not None:
+            self.pager(v)
+        self.registry.record(ACTOR, "dagger_page", subject, "ok", f"crashlooping: {'; '.join(v.reasons)}")
+
+    def _send(self, report: HealthReport) -> None:
+        if not self.metrics_url:
+            return
+        try:
+            httpx.post(f"{self.metrics_url}/write", content="\n".join(points(report)), timeout=5).raise_for_status()
+        except httpx.HTTPError as e:  # the report on disk is still there; the next check writes again
+            self.say(f"health points to {self.metrics_url}: {e}")
+
+
+def _entry(record: ClusterRecord, health: ClusterHealth) -> ClusterEntry:
+    return ClusterEntry(
+        team=record.team,
+        name=record.name,
+        ok=health.ok,
+        active_master=health.active_master,
+        alive_workers=len(health.alive_workers),
+        workers=health.workers,
+        problems=list(health.problems),
+    )
