@@ -15,6 +15,7 @@ import argparse
 import base64
 import logging
 import os
+import signal
 import sys
 import traceback
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     from jobs.plan import plan_dagger
     from jobs.session import root_cause
     from jobs.spec import DaggerSpec
-    from jobs.status import DaggerStatus, status_path, write_status
+    from jobs.status import DaggerStatus, owner, status_path, write_status
     from odin.team_secrets import TeamSecrets
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -45,23 +46,44 @@ def main(argv: list[str]) -> int:
     # the team's secrets, which the spec's sink names by environment variable (odin/team_secrets.py)
     os.environ.update(TeamSecrets(args.state_dir).load(spec.team))
     plan = plan_dagger(spec, args.state_dir)
+
+    def superseded() -> str | None:
+        """The run that took the checkpoint over, if another did (jobs/status.py claim)."""
+        current = owner(plan.checkpoint)
+        return current if current not in (None, args.run) else None
+
+    if by := superseded():
+        # exit 0: a supervised driver that exits non-zero is relaunched
+        logging.info("dagger %s: run %s is superseded by run %s, not starting", spec.qualified_name, args.run, by)
+        return 0
     path = status_path(plan.checkpoint)
     now = datetime.now(UTC)
     status = DaggerStatus(phase="starting", run=args.run, started_at=now, updated_at=now)
     write_status(path, status)
+    taken_over: list[str] = []
 
     def on_progress(progress: dict[str, Any], sink_errors: int) -> None:
         nonlocal status
-        status = status.progressed(progress, sink_errors)
-        write_status(path, status)
+        if taken_over or (by := superseded()) is None:
+            if not taken_over:
+                status = status.progressed(progress, sink_errors)
+                write_status(path, status)
+            return
+        logging.info("dagger %s: run %s is superseded by run %s, stopping", spec.qualified_name, args.run, by)
+        taken_over.append(by)
+        os.kill(os.getpid(), signal.SIGTERM)  # the engine stops after the current batch, as on any stop
 
     try:
         spark = session_for(plan, master=None)
         result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint)
     except BaseException as e:
+        if taken_over or superseded():
+            return 0  # the new run's driver owns the status file now (and may be what failed this one's batch)
         traceback.print_exc()  # into the driver's stderr, in the worker's work directory
         write_status(path, status.ended("failed", str(root_cause(e))))
         return 1
+    if taken_over:
+        return 0
     write_status(path, status.ended("stopped"))
     logging.info("dagger %s stopped after %d batch(es)", spec.qualified_name, result.batches)
     return 0

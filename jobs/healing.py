@@ -1,8 +1,8 @@
 """One health check of every team cluster and registered dagger, and the self-healing it calls for.
 
 observe (masters, driver status files, the registry) → judge (jobs/health.py) → heal → report. Healing, in order:
-1. drivers of failed daggers are ended first, so that nothing (a master relaunching a supervised driver on a worker
-   that comes back) can start a second driver on the same checkpoint;
+1. what is left of failed daggers' drivers is ended (a driver queued for a worker would start on one a heal brings
+   back; one the master cannot reach ends by itself when it finds its run superseded, jobs/status.py);
 2. clusters with dead masters or workers are converged by Odin (odin/cluster/lifecycle.py `heal`);
 3. the failed daggers are submitted again on their checkpoints (jobs/lifecycle.py `restart`), within a restart
    budget; past it a dagger is marked crashlooping and its team is paged, once.
@@ -13,8 +13,7 @@ Every action goes to the registry's history with its reason (actor `odin-health`
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,7 +33,6 @@ from odin.registry.records import ClusterRecord, DaggerRecord
 
 ACTOR = "odin-health"
 WATCHED = ("running", "failed", "crashlooping")  # deploying: its deploy run watches it; stopped: nothing to do
-WORKER_TIMEOUT_S = 15.0  # spark.worker.timeout of team clusters (ansible/roles/spark_master)
 KEEP_REPORTS = 1440  # a day of checks, one a minute
 Say = Callable[[str], None]
 
@@ -115,8 +113,11 @@ class Checkup:
         metrics_url: str | None = None,
         pager: Callable[[DaggerHealth], None] | None = None,
         say: Say | None = None,
+        teams: Collection[str] | None = None,
     ) -> None:
+        """`teams`: check these teams' clusters and daggers only (default: all)."""
         self.registry, self.state_dir = registry, state_dir
+        self.teams = None if teams is None else set(teams)
         self.policy = policy or HealthPolicy()
         self.metrics_url = metrics_url
         self.pager = pager
@@ -130,6 +131,8 @@ class Checkup:
     def _clusters(self) -> dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]]:
         out = {}
         for record in self.registry.clusters(states=("ready", "failed")):
+            if self.teams is not None and record.team not in self.teams:
+                continue
             out[(record.team, record.name)] = (record, self.clusters.check(record.team, record.name))
         return out
 
@@ -175,7 +178,9 @@ class Checkup:
     def _judge_all(
         self, clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]], previous: HealthReport | None
     ) -> list[DaggerHealth]:
-        return [judge(self.observe(d, clusters, previous), self.policy) for d in self.registry.daggers(states=WATCHED)]
+        daggers = self.registry.daggers(states=WATCHED)
+        mine = [d for d in daggers if self.teams is None or d.team in self.teams]
+        return [judge(self.observe(d, clusters, previous), self.policy) for d in mine]
 
     # -- check and heal -----------------------------------------------------------------------------------------
 
@@ -185,12 +190,6 @@ class Checkup:
         verdicts = self._judge_all(clusters, previous)
         report = HealthReport(checked_at=datetime.now(UTC), daggers=verdicts)
         if heal:
-            if any(v.action == "wait" for v in verdicts):
-                # the master has not seen a driver's worker die yet: give it spark.worker.timeout, then look again
-                report.actions.append("waiting for the masters to notice dead workers")
-                time.sleep(WORKER_TIMEOUT_S + 5)
-                clusters = self._clusters()
-                report.daggers = verdicts = self._judge_all(clusters, previous)
             self._heal(report, verdicts, clusters)
         else:
             report.clusters = [_entry(r, h) for r, h in clusters.values()]
@@ -207,15 +206,8 @@ class Checkup:
     ) -> None:
         act = report.actions.append
         restarts = [v for v in verdicts if v.action == "restart"]
-        for v in list(restarts):
-            try:
-                ended = self.daggers.end_driver(v.team, v.name, ACTOR)
-            except (DeployError, SubmissionError) as e:  # not sure it ended: no second driver, try next check
-                restarts.remove(v)
-                act(f"{v.qualified_name}: could not end its driver, not restarted: {e}")
-                continue
-            if ended:
-                act(f"{v.qualified_name}: ended its driver ({ended})")
+        for v in restarts:  # before any cluster heal brings back a worker a master would relaunch them on
+            act(f"{v.qualified_name}: ended its driver ({self.daggers.end_driver(v.team, v.name, ACTOR)})")
         for record, health in clusters.values():
             entry = _entry(record, health)
             if not health.ok:

@@ -20,10 +20,9 @@ from odin.cluster.health import ClusterHealth
 from odin.registry.records import DaggerRecord
 
 Verdict = Literal["healthy", "degraded", "failed", "crashlooping"]
-# restart: kill what is left of the driver, submit again on the checkpoint; wait: the master has not yet seen the
-# driver's worker die (it would relaunch the driver itself: two drivers on one checkpoint); give_up: the restart
-# budget is spent: crashlooping, page.
-Action = Literal["none", "restart", "wait", "give_up"]
+# restart: end what is left of the driver, submit again on the checkpoint (the new run's claim ends any older
+# driver Spark relaunches, jobs/status.py); give_up: the restart budget is spent: crashlooping, page.
+Action = Literal["none", "restart", "give_up"]
 WAITING = ("SUBMITTED", "RELAUNCHING")  # the master has the driver queued for a worker
 LEVEL: dict[Verdict, int] = {"healthy": 0, "degraded": 1, "failed": 2, "crashlooping": 3}
 
@@ -111,7 +110,7 @@ def _failures(o: Observation, policy: HealthPolicy) -> tuple[list[str], Action]:
         return [f"its driver ended {driver.state}: {message}"], "restart"
     alive = o.cluster.alive_workers if o.cluster is not None and o.cluster.active_master is not None else None
     if driver.state == "RUNNING" and driver.worker and alive is not None and driver.worker not in alive:
-        return [f"its driver's worker {driver.worker} is not alive"], "wait"
+        return [f"its driver's worker {driver.worker} is not alive"], "restart"
     if status is not None and status.phase == "failed":
         return [f"its query failed: {status.error[:300]}"], "restart"
     if driver.state in WAITING:

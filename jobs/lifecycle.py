@@ -23,7 +23,7 @@ from jobs import jvm_archive
 from jobs.checkpoint import differences, identity_of, read_identity
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import DaggerSpec, SpecError, resolve_streams
-from jobs.status import DaggerStatus, read_status, status_path
+from jobs.status import DaggerStatus, claim, read_status, status_path
 from jobs.submission import DriverStatus, SparkRest, SubmissionError
 from odin.access import require_member
 from odin.cluster.secret import rest_token, secret_file
@@ -189,6 +189,7 @@ class Daggers:
                 "spark.executor.extraJavaOptions": jvm_archive.java_options(),
                 **RESOURCES,
             }
+            claim(plan.checkpoint, run)  # before the driver exists: any older driver of the dagger ends
             self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
             submission_id = rest.submit(
                 str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
@@ -279,14 +280,18 @@ class Daggers:
         assert stopped is not None
         return stopped
 
-    def end_driver(self, team: str, name: str, actor: str) -> str | None:
-        """Kill what is left of the dagger's driver (a driver queued for a worker, one that runs without progress)
-        and wait until the master reports it ended; its final state, None if there was no driver to end."""
+    def end_driver(self, team: str, name: str, actor: str, timeout_s: float = 15.0) -> str:
+        """Kill what is left of the dagger's driver before a restart, as far as its master can: its final state,
+        or why it is not known to have ended (a driver on a dead worker; no master). A restart goes on anyway: the
+        new run's claim on the checkpoint ends any driver of an older run that Spark still relaunches."""
         record = self.registry.dagger(team, name)
         if record is None or record.cluster is None or record.submission_id is None:
-            return None
-        rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
-        return self._kill(rest, record.submission_id)
+            return "no driver recorded"
+        try:
+            rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
+            return self._kill(rest, record.submission_id, timeout_s)
+        except (DeployError, SubmissionError) as e:
+            return f"not confirmed: {e}"
 
     def restart(self, team: str, name: str, actor: str, reason: str) -> DaggerRecord:
         """Submit the dagger's recorded spec again on its cluster and checkpoint (the platform's own action: its
@@ -388,13 +393,13 @@ class Daggers:
                     versions[s.stream] = known.schema_version
         return versions
 
-    def _kill(self, rest: SparkRest, submission_id: str) -> str:
+    def _kill(self, rest: SparkRest, submission_id: str, timeout_s: float = STOP_TIMEOUT_S) -> str:
         """Kill the driver and wait until the master reports it ended; its final state."""
         try:
             rest.kill(submission_id)
         except SubmissionError as e:
             self.say(f"kill {submission_id}: {e}")
-        deadline = time.monotonic() + STOP_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
                 status = rest.status(submission_id)
@@ -404,7 +409,7 @@ class Daggers:
                 if status.final:
                     return status.state
             time.sleep(POLL_S)
-        raise DeployError(f"driver {submission_id} did not end within {STOP_TIMEOUT_S:.0f} s of being killed")
+        raise DeployError(f"driver {submission_id} did not end within {timeout_s:.0f} s of being killed")
 
 
 def _encode(spec: DaggerSpec) -> str:

@@ -1,8 +1,9 @@
 """What a dagger's driver says of itself: a small JSON file beside its checkpoint, rewritten at each progress.
 
 The driver runs on a worker the platform does not choose; the checkpoint's directory is the one place both reach
-(shared storage on a real deployment), so the lifecycle, its Airflow trigger and `dagger list` read the driver's
-state there: started, its first progress, its rates and lag, and how it ended.
+(shared storage on a real deployment), so the lifecycle, its Airflow trigger, health and `dagger list` read the
+driver's state there: started, its first progress, its rates, lag and counters, and how it ended. Beside it, the
+run that owns the checkpoint (`claim`): a fencing token, so that only the latest deployment's driver runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 from jobs.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates
 
 STATUS_FILE = "status.json"
+OWNER_FILE = "owner"
 DriverPhase = Literal["starting", "running", "stopped", "failed"]
 
 
@@ -67,6 +69,25 @@ class DaggerStatus(BaseModel):
 
 def status_path(checkpoint: Path) -> Path:
     return checkpoint.parent / STATUS_FILE
+
+
+def claim(checkpoint: Path, run: str) -> None:
+    """Make `run` the deployment that owns the checkpoint, before its driver is submitted. A driver of any other
+    run (one a master relaunches after its worker was lost, while the platform restarted the dagger) finds out and
+    ends without touching the checkpoint, the sink or the status file: one writer, whatever Spark relaunches."""
+    path = checkpoint.parent / OWNER_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(run + "\n")
+    tmp.replace(path)
+
+
+def owner(checkpoint: Path) -> str | None:
+    """The run that owns the checkpoint; None before any claim (a dagger deployed before claims existed)."""
+    try:
+        return (checkpoint.parent / OWNER_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
 
 
 def write_status(path: Path, status: DaggerStatus) -> None:

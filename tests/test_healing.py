@@ -1,0 +1,169 @@
+"""Health checks and self-healing on the real stack (jobs/healing.py): a dagger whose driver is gone with the worker
+that would relaunch it is restarted from its checkpoint after Odin brings the worker back, exactly; a dagger that
+crashes on start is restarted within its budget, then marked crashlooping and paged once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jobs.generator import booking_logs, produce
+from jobs.healing import Checkup, Reports
+from jobs.health import DaggerHealth, HealthPolicy
+from jobs.lifecycle import Daggers, DeployError
+from jobs.spec import parse_spec
+from jobs.status import owner
+from odin.cluster.lifecycle import Clusters
+from odin.cluster.spec import ClusterSpec
+from odin.processes import of_node
+from odin.registry import Registry
+from tests.conftest import Services, TeamCluster
+from tests.test_dagger import influx_surge, new_topic, surge_spec, surge_truth
+from tests.test_lifecycle import closing_markers, sink_reaches
+
+
+@pytest.fixture
+def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
+    assert services.stack is not None
+    registry = Registry.connect(services.registry_url)
+    team = f"t{uuid.uuid4().hex[:8]}"
+    registry.ensure_team(team)
+    registry.add_member(team, "alice")
+    try:
+        yield registry, Clusters(registry, services.stack.state_dir), team
+    finally:
+        for d in registry.daggers(team=team, states=("deploying", "running", "stopping", "failed", "crashlooping")):
+            registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster's processes
+        for c in registry.clusters(team=team, states=("ready", "failed", "provisioning")):
+            clusters = Clusters(registry, services.stack.state_dir)
+            clusters.destroy(team, c.name, "alice")
+        registry.close()
+
+
+def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
+    own_team: tuple[Registry, Clusters, str], services: Services
+) -> None:
+    registry, clusters, team = own_team
+    clusters.create(ClusterSpec(team=team, name="heal", workers=1, worker_cores=2, worker_memory="2g"), "alice")
+    daggers = Daggers(registry, clusters.state_dir)
+    topic, measurement = new_topic(services), f"surge_heal_{uuid.uuid4().hex[:6]}"
+    start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
+    first = list(booking_logs(1_500, seed=51, start=start, rate=10))
+    produce(services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), 2)
+    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
+    fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-heal", "parallelism": 1}
+    deployed = daggers.deploy(parse_spec(fields), "heal", "alice")
+    assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
+    checkup = Checkup(registry, clusters.state_dir, metrics_url=services.victoria_metrics_url, teams=[team])
+    calm = checkup.run()
+    assert calm.dagger(team, "surge-heal").verdict == "healthy", calm  # type: ignore[union-attr]
+    assert [c.ok for c in calm.clusters] == [True] and calm.actions == []
+
+    # The worker dies, and with it (its process group) the driver it launched and would have relaunched.
+    [worker] = [n for n in clusters.nodes(team, "heal").values() if n["role"] == "spark_worker"]
+    [process] = of_node(worker)
+    assert process.pid is not None
+    os.killpg(process.pid, signal.SIGKILL)
+    fault = time.monotonic()
+    # Events keep coming while it is down: recovery ends with them in the sink.
+    second = list(booking_logs(1_500, seed=52, start=start + timedelta(minutes=10), rate=10))
+    produce(services.kafka_bootstrap, topic, iter([*second, *closing_markers(start + timedelta(minutes=15))]), 2)
+
+    report = checkup.run()
+    detected = time.monotonic() - fault  # this check's own observation: a scheduled one adds up to its interval
+    verdict = report.dagger(team, "surge-heal")
+    assert verdict is not None and verdict.verdict == "failed" and verdict.action == "restart", report
+    assert any("not alive" in r or "ended" in r for r in verdict.reasons), verdict.reasons
+    assert [c.healed for c in report.clusters] == [True], report
+    restarted = registry.dagger(team, "surge-heal")
+    assert restarted is not None and restarted.state == "running"
+    assert restarted.submission_id != deployed.submission_id
+    recovered = time.monotonic() - fault
+    both = surge_truth(first) + surge_truth(second)
+    deadline = time.monotonic() + 120
+    while influx_surge(services, 2, measurement) == surge_truth(first) and time.monotonic() < deadline:
+        time.sleep(1)
+    first_new_row = time.monotonic() - fault
+    assert sink_reaches(measurement, services, both) == both  # resumed from its checkpoint: nothing lost or twice
+
+    entries = registry.history(f"dagger:{team}/surge-heal", limit=10)
+    [restart] = [e for e in entries if e.action == "dagger_restart"]
+    assert (restart.outcome, restart.actor) == ("ok", "odin-health") and "not alive" in restart.message
+    assert owner(Path(restarted.checkpoint)) == restart.detail["run"]  # any relaunch of the old driver ends itself
+    heals = registry.history(f"cluster:{team}/heal", limit=5)
+    assert heals[0].action == "cluster_heal" and heals[0].outcome == "ok" and "not running" in heals[0].detail["reason"]
+    after = checkup.run()
+    assert after.dagger(team, "surge-heal").verdict == "healthy", after  # type: ignore[union-attr]
+    assert Reports(clusters.state_dir).latest() == after
+    exported = httpx.get(
+        f"{services.victoria_metrics_url}/api/v1/export",
+        params={"match[]": f'dagger_health_level{{team="{team}",dagger="surge-heal"}}'},
+        timeout=10,
+    ).text
+    levels = sorted(v for line in exported.splitlines() for v in json.loads(line)["values"])
+    assert levels == [0, 0, 2]  # healthy, failed (the check that healed it), healthy
+    print(
+        f"\nhealth, driver + worker killed: detected {detected:.1f} s after the fault (by the check run at once), "
+        f"restarted {recovered:.1f} s, first new row {first_new_row:.1f} s"
+    )
+    daggers.stop(team, "surge-heal", "alice")
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_dagger_that_crashes_on_start_is_crashlooping_after_its_budget_with_one_page(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    registry, team = team_cluster.registry, team_cluster.team
+    daggers = Daggers(registry, team_cluster.state_dir)
+    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": "never"}
+    fields = surge_spec(services, "crash-topic", sink) | {"team": team, "name": "crasher", "parallelism": 1}
+    fields["streams"][0]["kafka"]["bootstrap_servers"] = f"127.0.0.1:{closed_port()}"  # no broker: fails on start
+    with pytest.raises(DeployError, match=r"failed on start|driver ended"):
+        daggers.deploy(parse_spec(fields), team_cluster.cluster, team_cluster.member)
+    pages: list[DaggerHealth] = []
+    checkup = Checkup(
+        registry, team_cluster.state_dir, policy=HealthPolicy(restart_budget=2), pager=pages.append, teams=[team]
+    )
+    seen = []
+    try:
+        for _ in range(4):
+            report = checkup.run()
+            crasher = report.dagger(team, "crasher")
+            assert crasher is not None
+            seen.append((crasher.verdict, crasher.action))
+        assert seen == [
+            ("failed", "restart"),
+            ("failed", "restart"),
+            ("crashlooping", "give_up"),
+            ("crashlooping", "none"),
+        ]
+        assert [p.qualified_name for p in pages] == [f"{team}/crasher"]
+        assert "restart budget spent (2 within 30 min)" in pages[0].reasons
+        record = registry.dagger(team, "crasher")
+        assert record is not None and record.state == "crashlooping"
+        entries = list(reversed(registry.history(f"dagger:{team}/crasher", limit=20)))
+        health = [(e.action, e.outcome) for e in entries if e.actor == "odin-health"]
+        assert health == [
+            ("dagger_restart", "failed"),
+            ("dagger_restart", "failed"),
+            ("dagger_crashlooping", "ok"),
+            ("dagger_page", "ok"),
+        ]
+        assert "its last deployment or restart failed" in entries[-1].message
+    finally:
+        registry.set_dagger_state(team, "crasher", "stopped")
