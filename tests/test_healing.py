@@ -59,7 +59,9 @@ def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
     topic, measurement = new_topic(services), f"surge_heal_{uuid.uuid4().hex[:6]}"
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     first = list(booking_logs(1_500, seed=51, start=start, rate=10))
-    produce(services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), 2)
+    produce(
+        services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), partitions=2
+    )
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
     fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-heal", "parallelism": 1}
     deployed = daggers.deploy(parse_spec(fields), "heal", "alice")
@@ -74,49 +76,62 @@ def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
     [process] = of_node(worker)
     assert process.pid is not None
     os.killpg(process.pid, signal.SIGKILL)
-    fault = time.monotonic()
+    fault = datetime.now(UTC)
     # Events keep coming while it is down: recovery ends with them in the sink.
     second = list(booking_logs(1_500, seed=52, start=start + timedelta(minutes=10), rate=10))
-    produce(services.kafka_bootstrap, topic, iter([*second, *closing_markers(start + timedelta(minutes=15))]), 2)
+    produce(
+        services.kafka_bootstrap, topic, iter([*second, *closing_markers(start + timedelta(minutes=15))]), partitions=2
+    )
 
     report = checkup.run()
-    detected = time.monotonic() - fault  # this check's own observation: a scheduled one adds up to its interval
     verdict = report.dagger(team, "surge-heal")
     assert verdict is not None and verdict.verdict == "failed" and verdict.action == "restart", report
-    assert any("not alive" in r or "ended" in r for r in verdict.reasons), verdict.reasons
+    # the master sees the worker's connection drop at once and queues the driver again (RELAUNCHING), or not yet
+    assert "worker" in verdict.reasons[0] and ("not alive" in verdict.reasons[0] or "not running" in verdict.reasons[0])
     assert [c.healed for c in report.clusters] == [True], report
     restarted = registry.dagger(team, "surge-heal")
     assert restarted is not None and restarted.state == "running"
     assert restarted.submission_id != deployed.submission_id
-    recovered = time.monotonic() - fault
     both = surge_truth(first) + surge_truth(second)
     deadline = time.monotonic() + 120
     while influx_surge(services, 2, measurement) == surge_truth(first) and time.monotonic() < deadline:
         time.sleep(1)
-    first_new_row = time.monotonic() - fault
+    first_new_row = datetime.now(UTC)
     assert sink_reaches(measurement, services, both) == both  # resumed from its checkpoint: nothing lost or twice
 
     entries = registry.history(f"dagger:{team}/surge-heal", limit=10)
     [restart] = [e for e in entries if e.action == "dagger_restart"]
-    assert (restart.outcome, restart.actor) == ("ok", "odin-health") and "not alive" in restart.message
+    assert (restart.outcome, restart.actor) == ("ok", "odin-health") and "worker" in restart.message
     assert owner(Path(restarted.checkpoint)) == restart.detail["run"]  # any relaunch of the old driver ends itself
     heals = registry.history(f"cluster:{team}/heal", limit=5)
     assert heals[0].action == "cluster_heal" and heals[0].outcome == "ok" and "not running" in heals[0].detail["reason"]
     after = checkup.run()
     assert after.dagger(team, "surge-heal").verdict == "healthy", after  # type: ignore[union-attr]
     assert Reports(clusters.state_dir).latest() == after
-    exported = httpx.get(
-        f"{services.victoria_metrics_url}/api/v1/export",
-        params={"match[]": f'dagger_health_level{{team="{team}",dagger="surge-heal"}}'},
-        timeout=10,
-    ).text
-    levels = sorted(v for line in exported.splitlines() for v in json.loads(line)["values"])
-    assert levels == [0, 0, 2]  # healthy, failed (the check that healed it), healthy
+    assert health_levels(services, team) == [0, 0, 2]  # healthy, failed (the check that healed it), healthy
+    # A check run at once; the DAG's checks come every minute, which adds up to 60 s to detection.
+    seconds = [(t - fault).total_seconds() for t in (report.checked_at, restart.at, first_new_row)]
     print(
-        f"\nhealth, driver + worker killed: detected {detected:.1f} s after the fault (by the check run at once), "
-        f"restarted {recovered:.1f} s, first new row {first_new_row:.1f} s"
+        "\nhealth, driver + worker killed: detected {:.1f} s, restarted {:.1f} s, first new row {:.1f} s".format(
+            *seconds
+        )
     )
     daggers.stop(team, "surge-heal", "alice")
+
+
+def health_levels(services: Services, team: str, want: int = 3) -> list[int]:
+    """The `dagger_health` levels the checks wrote, once `want` are searchable (VictoriaMetrics takes a moment)."""
+    levels: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(levels) < want and time.monotonic() < deadline:
+        time.sleep(1)
+        exported = httpx.get(
+            f"{services.victoria_metrics_url}/api/v1/export",
+            params={"match[]": f'dagger_health_level{{team="{team}"}}'},
+            timeout=10,
+        ).text
+        levels = sorted(int(v) for line in exported.splitlines() for v in json.loads(line)["values"])
+    return levels
 
 
 def closed_port() -> int:
@@ -157,7 +172,7 @@ def test_a_dagger_that_crashes_on_start_is_crashlooping_after_its_budget_with_on
         record = registry.dagger(team, "crasher")
         assert record is not None and record.state == "crashlooping"
         entries = list(reversed(registry.history(f"dagger:{team}/crasher", limit=20)))
-        health = [(e.action, e.outcome) for e in entries if e.actor == "odin-health"]
+        health = [(e.action, e.outcome) for e in entries if e.actor == "odin-health" and e.action != "dagger_submit"]
         assert health == [
             ("dagger_restart", "failed"),
             ("dagger_restart", "failed"),

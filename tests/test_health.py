@@ -15,7 +15,7 @@ from odin.registry.records import DaggerRecord
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 POLICY = HealthPolicy()
-WORKER = "worker-1"
+WORKER = "127.0.0.1:7078"
 CLUSTER = ClusterHealth(masters=1, workers=1, active_master="master-0", alive_workers=frozenset({WORKER}))
 
 

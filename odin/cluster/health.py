@@ -24,7 +24,7 @@ class ClusterHealth:
     masters: int  # declared
     workers: int  # declared
     active_master: str | None = None
-    alive_workers: frozenset[str] = frozenset()  # worker ids ALIVE on the active master, their process running
+    alive_workers: frozenset[str] = frozenset()  # host:port of workers ALIVE on the active master, process running
     down: tuple[str, ...] = ()  # nodes with a process that is not running
     problems: tuple[str, ...] = field(default=())
 
@@ -65,7 +65,9 @@ def check_cluster(nodes: dict[str, Node], workers: int) -> ClusterHealth:
         # a worker whose process is gone is dead, even while the master still waits out its heartbeat
         gone = {(nodes[n]["host"], nodes[n]["ports"].get("worker")) for n in down}
         alive_workers = frozenset(
-            w["id"] for w in doc.get("workers", []) if w.get("state") == "ALIVE" and (w["host"], w["port"]) not in gone
+            f"{w['host']}:{w['port']}"
+            for w in doc.get("workers", [])
+            if w.get("state") == "ALIVE" and (w["host"], w["port"]) not in gone
         )
         if len(alive_workers) < workers:
             problems.append(f"{len(alive_workers)} of {workers} workers ALIVE on {active}")

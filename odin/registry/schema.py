@@ -37,8 +37,9 @@ metadata = MetaData(
 
 SLUG_SQL = "^[a-z][a-z0-9-]{0,62}$"  # jobs.spec.SLUG: team, cluster, dagger and stream names
 CLUSTER_STATES = ("provisioning", "ready", "failed", "destroying", "destroyed")
-DAGGER_STATES = ("deploying", "running", "stopping", "stopped", "failed")
+DAGGER_STATES = ("deploying", "running", "stopping", "stopped", "failed", "crashlooping")
 OUTCOMES = ("ok", "refused", "failed")
+ALERT_STATUSES = ("firing", "resolved")
 
 
 def _now() -> Column[object]:
@@ -143,4 +144,24 @@ history = Table(
     Column("message", Text, nullable=False, server_default=""),
     Column("detail", JSONB, nullable=False, server_default="{}"),
     CheckConstraint(f"outcome IN {OUTCOMES}", name="outcome"),
+)
+
+# Every alert notification Alertmanager's webhook delivered (odin/alerts.py): append-only like the history; an
+# alert's state now is its latest row (by fingerprint).
+alerts = Table(
+    "alerts",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("fingerprint", String(64), nullable=False, index=True),
+    Column("status", String(16), nullable=False),
+    Column("alertname", String(128), nullable=False),
+    Column("team", String(63), nullable=True, index=True),
+    Column("subject", Text, nullable=False, server_default=""),  # "dagger:team/name", "cluster:team/name"
+    Column("receiver", String(128), nullable=False, server_default=""),
+    Column("labels", JSONB, nullable=False, server_default="{}"),
+    Column("annotations", JSONB, nullable=False, server_default="{}"),
+    Column("starts_at", DateTime(timezone=True), nullable=True),
+    Column("ends_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint(f"status IN {ALERT_STATUSES}", name="status"),
 )
