@@ -379,6 +379,29 @@ def list_daggers(
         console.print(daggers_table(daggers.list(team)))
 
 
+@app.command()
+def status(
+    team: Annotated[str | None, typer.Option("--team", help="Only this team's clusters and daggers.")] = None,
+    heal: Annotated[
+        bool, typer.Option("--heal", help="Act as the dagger_health DAG does: restart, converge, record.")
+    ] = False,
+    state_dir: StateOpt = None,
+) -> None:
+    """Health of team clusters and daggers now: verdict, reasons, driver, progress age, lag, rates, restarts."""
+    from jobs.healing import Checkup
+    from jobs.requests import health_tables
+
+    with _daggers(state_dir) as daggers:
+        checkup = Checkup(daggers.registry, daggers.state_dir, say=daggers.say, teams=[team] if team else None)
+        report = checkup.run(heal=heal, record=heal)
+    for table in health_tables(report):
+        console.print(table)
+    for action in report.actions:
+        console.print(f"action: {action}", highlight=False, soft_wrap=True)
+    if any(d.verdict in ("failed", "crashlooping") for d in report.daggers):
+        raise typer.Exit(1)
+
+
 def _loaded(path: Path) -> DaggerSpec:
     try:
         return load_spec(path)

@@ -184,7 +184,9 @@ class Checkup:
 
     # -- check and heal -----------------------------------------------------------------------------------------
 
-    def run(self, heal: bool = True) -> HealthReport:
+    def run(self, heal: bool = True, record: bool = True) -> HealthReport:
+        """One check; `heal`: act on the verdicts; `record`: write the report (the next check's trends start from
+        it) and the TSDB points. A look without either (`dagger status`) changes nothing."""
         previous = self.reports.latest()
         clusters = self._clusters()
         verdicts = self._judge_all(clusters, previous)
@@ -193,9 +195,10 @@ class Checkup:
             self._heal(report, verdicts, clusters)
         else:
             report.clusters = [_entry(r, h) for r, h in clusters.values()]
-        path = self.reports.write(report)
-        self._send(report)
-        self.say(f"health report {path}")
+        if record:
+            path = self.reports.write(report)
+            self._send(report)
+            self.say(f"health report {path}")
         return report
 
     def _heal(

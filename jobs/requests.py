@@ -13,10 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from jobs.form import Request, request_from_params
+from jobs.healing import Checkup, HealthReport
+from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
 from jobs.spec import SpecError, parse_spec
 from odin.cluster.requests import platform
+from odin.endpoints import Endpoints
 from odin.registry import Refused
+from odin.stack import Stack
 
 Log = Callable[[str], None]
 PREVIEW_ROWS = 20
@@ -159,3 +163,56 @@ def daggers_table(rows: list[DaggerRow]) -> Table:
             ", ".join(f"{k} v{v}" for k, v in r.schema_versions.items()) or "-",
         )
     return table
+
+
+def health_tables(report: HealthReport) -> list[Table]:
+    """A check's clusters and daggers, worst first, with the reasons and what the check did."""
+    clusters = Table(title=f"{len(report.clusters)} cluster(s)", title_justify="left")
+    for col in ("team", "cluster", "ok", "active master", "workers alive", "problems", "healed"):
+        clusters.add_column(col)
+    for c in report.clusters:
+        healed = "-" if c.healed is None else ("yes" if c.healed else "no")
+        problems = "; ".join(c.problems) or "-"
+        ok = "[green]yes[/]" if c.ok else "[red]no[/]"
+        clusters.add_row(c.team, c.name, ok, c.active_master or "-", f"{c.alive_workers}/{c.workers}", problems, healed)
+    title = f"{len(report.daggers)} dagger(s), checked {report.checked_at:%H:%M:%S}"
+    daggers = Table(title=title, title_justify="left")
+    for col in ("team", "name", "cluster", "verdict", "driver", "progress age", "lag", "in/s", "out/s", "restarts"):
+        daggers.add_column(col)
+    daggers.add_column("reasons", overflow="fold")
+    for d in sorted(report.daggers, key=lambda d: (-LEVEL[d.verdict], d.team, d.name)):
+        daggers.add_row(
+            d.team,
+            d.name,
+            d.cluster or "-",
+            f"[{VERDICT_STYLE[d.verdict]}]{d.verdict}[/]",
+            d.driver_state or "-",
+            f"{d.progress_age_s:.0f} s" if d.progress_age_s is not None else "-",
+            f"{d.lag:,}",
+            f"{d.input_rate:,.0f}",
+            f"{d.processed_rate:,.0f}",
+            str(d.restarts),
+            "; ".join(d.reasons) or "-",
+        )
+    return [clusters, daggers]
+
+
+VERDICT_STYLE = {"healthy": "green", "degraded": "yellow", "failed": "red", "crashlooping": "bold red"}
+
+
+def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
+    """One health check of the environment's team clusters and daggers (jobs/healing.py), healing if asked; its
+    tables and actions go to the log. What the dagger_health DAG runs every minute."""
+    stack = Stack(environment)
+    with platform(environment) as (registry, state):
+        metrics = Endpoints(stack.nodes()).victoria_metrics_url
+        report = Checkup(registry, state, metrics_url=metrics, say=log).run(heal)
+    for table in health_tables(report):
+        log(render(table))
+    for action in report.actions:
+        log(f"action: {action}")
+    return {
+        "daggers": {d.qualified_name: d.verdict for d in report.daggers},
+        "clusters": {f"{c.team}/{c.name}": c.ok for c in report.clusters},
+        "actions": report.actions,
+    }

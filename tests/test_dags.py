@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import uuid
 from datetime import timedelta
@@ -29,7 +30,8 @@ def test_dags_import_without_errors() -> None:
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}
-    assert {"platform_health", "odin_provision_cluster", "odin_scale_cluster", "odin_destroy_cluster"} <= set(bag.dags)
+    dags = {"platform_health", "dagger_health", "odin_provision_cluster", "odin_scale_cluster", "odin_destroy_cluster"}
+    assert dags <= set(bag.dags)
     assert bag.dags["odin_provision_cluster"].params["environment"] == "local"
     assert bag.dags["platform_health"].params["environment"] == "local"
 
@@ -155,6 +157,11 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
 
     listed = _airflow(["dags", "test", "dagger_list", "-c", json.dumps({"team": team})], env)
     assert listed.returncode == 0 and "surge-form" in listed.stdout + listed.stderr
+
+    checked = _airflow(["dags", "test", "dagger_health", "-c", json.dumps({"heal": False})], env)
+    out = checked.stdout + checked.stderr
+    assert checked.returncode == 0, out[-3000:]
+    assert re.search(rf"{team}\s+.\s+surge-form\s+.\s+main\s+.\s+healthy", out), out[-4000:]  # the task log's table
 
     stopped = _airflow(["dags", "test", "dagger_stop", "-c", json.dumps({"team": team, "name": "surge-form"})], env)
     assert stopped.returncode == 0, (stopped.stdout + stopped.stderr)[-3000:]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from jobs.spec import parse_spec
 from jobs.status import owner
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
+from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
 from tests.conftest import Services, TeamCluster
@@ -180,5 +183,16 @@ def test_a_dagger_that_crashes_on_start_is_crashlooping_after_its_budget_with_on
             ("dagger_page", "ok"),
         ]
         assert "its last deployment or restart failed" in entries[-1].message
+
+        shown = subprocess.run(
+            [str(BIN_DIR / "dagger"), "status", "--team", team, "--state-dir", str(team_cluster.state_dir)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "250"},  # rich wraps a pipe at 80 columns
+        )
+        assert shown.returncode == 1, shown.stdout + shown.stderr  # a dagger is crashlooping
+        assert re.search(r"crasher\s+.\s+main\s+.\s+crashlooping", shown.stdout), shown.stdout
+        assert re.search(rf"{team}\s+.\s+main\s+.\s+yes", shown.stdout), shown.stdout  # its cluster is fine
     finally:
         registry.set_dagger_state(team, "crasher", "stopped")

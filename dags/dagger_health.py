@@ -1,0 +1,41 @@
+"""Health of every team cluster and dagger, every minute, and the self-healing it calls for (jobs/healing.py): a
+failed dagger is restarted from its checkpoint within its restart budget, then marked crashlooping and paged; a
+cluster with dead masters or workers is converged by Odin. Verdicts and reasons go to the task log as tables, to the
+TSDB (`dagger_health`, `cluster_health`) and to a JSON report per run; every action to the registry's history.
+`dagger status` shows the same without acting."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+log = logging.getLogger(__name__)
+
+
+@dag(
+    schedule=timedelta(minutes=1),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,  # a check that restarts daggers can outlast the minute: the next one waits
+    tags=["daggers", "health"],
+    params={
+        "environment": Param("local", type="string", enum=["local"], description="Odin environment"),
+        "heal": Param(True, type="boolean", description="Restart failed daggers and converge broken clusters."),
+    },
+    doc_md=__doc__,
+)
+def dagger_health() -> None:
+    @task(execution_timeout=timedelta(minutes=15))
+    def check() -> dict[str, Any]:
+        from jobs.requests import check_health
+
+        params = get_current_context()["params"]
+        return check_health(params["environment"], bool(params["heal"]), log.info)
+
+    check()
+
+
+dagger_health()
