@@ -144,7 +144,7 @@ def run(
     for stream in spec.streams:
         ensure_topics(kafka_config(stream), {stream.dead_letter_topic: 1})
     sink = open_sink(spec, plan.shape)
-    telemetry = Telemetry(spec.qualified_name, spec.telemetry_url)
+    telemetry = Telemetry(spec.qualified_name, spec.telemetry_url, team=spec.team)
     result = RunResult()
 
     def start(location: Path, closing_after: int | None = None) -> StreamingQuery:

@@ -20,16 +20,17 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, Field
 
-from jobs.health import LEVEL, DaggerHealth, HealthPolicy, Observation, judge
+from jobs.health import LEVEL, SIGNALS, DaggerHealth, HealthPolicy, Observation, judge
 from jobs.lifecycle import Daggers, DeployError
 from jobs.sinks.influx import escape_key
 from jobs.status import read_status, status_path
 from jobs.submission import DriverStatus, SparkRest, SubmissionError
+from odin.alerting.alertmanager import post_alert
 from odin.cluster.health import ClusterHealth
 from odin.cluster.lifecycle import ClusterError, Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.registry import Refused, Registry
-from odin.registry.records import ClusterRecord, DaggerRecord
+from odin.registry.records import ClusterRecord, DaggerRecord, Outcome
 
 ACTOR = "odin-health"
 WATCHED = ("running", "failed", "crashlooping")  # deploying: its deploy run watches it; stopped: nothing to do
@@ -97,10 +98,29 @@ def points(report: HealthReport) -> list[str]:
         fields = (
             f"level={LEVEL[d.verdict]}i,healthy={int(d.verdict == 'healthy')}i,lag={d.lag}i,"
             f"input_rate={d.input_rate},processed_rate={d.processed_rate},restarts={d.restarts}i,"
-            f'progress_age_s={d.progress_age_s if d.progress_age_s is not None else -1.0},reasons="{reasons}"'
+            f'progress_age_s={d.progress_age_s if d.progress_age_s is not None else -1.0},reasons="{reasons}",'
+            + ",".join(f"{s}={int(s in d.signals)}i" for s in SIGNALS)
         )
         lines.append(f"dagger_health,{tags} {fields} {ts}")
     return lines
+
+
+def alertmanager_pager(alertmanager_url: str) -> Callable[[DaggerHealth], None]:
+    """Pages through Alertmanager (routed to the dagger's team, recorded by the platform's receiver)."""
+
+    def page(v: DaggerHealth) -> None:
+        labels = {
+            "alertname": "DaggerCrashlooping",
+            "severity": "page",
+            "team": v.team,
+            "dagger": v.name,
+            "cluster": v.cluster or "-",
+        }
+        summary = f"{v.qualified_name}: crashlooping, no more restarts"
+        description = f"{'; '.join(v.reasons)}. Fix the dagger, then `dagger update` or `dagger deploy` it again."
+        post_alert(alertmanager_url, labels, {"summary": summary, "description": description})
+
+    return page
 
 
 class Checkup:
@@ -241,9 +261,14 @@ class Checkup:
         self.registry.set_dagger_state(v.team, v.name, "crashlooping")
         subject = f"dagger:{v.qualified_name}"
         self.registry.record(ACTOR, "dagger_crashlooping", subject, "ok", "; ".join(v.reasons))
+        outcome: Outcome = "ok"
+        message = f"crashlooping: {'; '.join(v.reasons)}"
         if self.pager is not None:
-            self.pager(v)
-        self.registry.record(ACTOR, "dagger_page", subject, "ok", f"crashlooping: {'; '.join(v.reasons)}")
+            try:
+                self.pager(v)
+            except httpx.HTTPError as e:  # recorded as a failed page; the DaggerCrashlooping rule still fires
+                outcome, message = "failed", f"{message}; the page was not sent: {e}"
+        self.registry.record(ACTOR, "dagger_page", subject, outcome, message)
 
     def _send(self, report: HealthReport) -> None:
         if not self.metrics_url:

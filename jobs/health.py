@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,12 @@ Verdict = Literal["healthy", "degraded", "failed", "crashlooping"]
 Action = Literal["none", "restart", "give_up"]
 WAITING = ("SUBMITTED", "RELAUNCHING")  # the master has the driver queued for a worker
 LEVEL: dict[Verdict, int] = {"healthy": 0, "degraded": 1, "failed": 2, "crashlooping": 3}
+# What a check found, by name: the TSDB's `dagger_health` has a 0/1 field of each for the alert rules
+# (odin/alerting/rules), so trends are judged once, here, and alerting routes what was judged.
+Signal = Literal[
+    "stalled", "lag_growing", "throughput_collapsed", "malformed_spike", "late_spike", "lost", "sink_errors"
+]
+SIGNALS: tuple[Signal, ...] = get_args(Signal)
 
 
 class HealthPolicy(BaseModel):
@@ -55,6 +61,7 @@ class DaggerHealth(BaseModel):
     state: str  # the registry's
     verdict: Verdict
     reasons: list[str] = Field(default_factory=list)
+    signals: list[Signal] = Field(default_factory=list)
     action: Action = "none"
     run: str | None = None  # the driver run the status file is of
     driver_state: str | None = None
@@ -98,37 +105,35 @@ def _since(previous: DaggerHealth | None, status: DaggerStatus, field: str) -> i
     return max(0, now - int(getattr(previous, field)))
 
 
-def _failures(o: Observation, policy: HealthPolicy) -> tuple[list[str], Action]:
-    """Why the dagger is not running, and what to do; ([], "none") when it runs."""
+def _failures(o: Observation, policy: HealthPolicy) -> tuple[list[str], Action, list[Signal]]:
+    """Why the dagger is not running, what to do, and what was seen; ([], "none", []) when it runs."""
     record, driver, status = o.record, o.driver, o.status
     if record.state == "failed":
-        return ["its last deployment or restart failed"], "restart"
+        return ["its last deployment or restart failed"], "restart", []
     if driver is None:
-        return [], "none"  # no master answers: the cluster's health says why; the driver may well be running
+        return [], "none", []  # no master answers: the cluster's health says why; the driver may well be running
     if driver.final:
         message = driver.message.strip().splitlines()[0] if driver.message.strip() else "no message"
-        return [f"its driver ended {driver.state}: {message}"], "restart"
+        return [f"its driver ended {driver.state}: {message}"], "restart", []
     alive = o.cluster.alive_workers if o.cluster is not None and o.cluster.active_master is not None else None
     if driver.state == "RUNNING" and driver.worker and alive is not None and driver.worker not in alive:
-        return [f"its driver's worker {driver.worker} is not alive"], "restart"
+        return [f"its driver's worker {driver.worker} is not alive"], "restart", []
     if status is not None and status.phase == "failed":
-        return [f"its query failed: {status.error[:300]}"], "restart"
+        return [f"its query failed: {status.error[:300]}"], "restart", []
     if driver.state in WAITING:
         if o.cluster is not None and not o.cluster.ok:
             # queued for a worker of a cluster about to be healed: ended now, resubmitted after the heal, rather
             # than left for the master to relaunch at an unknown moment
-            return [f"its driver is {driver.state} on a cluster with problems: {'; '.join(o.cluster.problems)}"], (
-                "restart"
-            )
+            problems = "; ".join(o.cluster.problems)
+            return [f"its driver is {driver.state} on a cluster with problems: {problems}"], "restart", []
         waiting_since = o.previous.waiting_since if o.previous is not None else None
         if waiting_since is not None and o.now - waiting_since > policy.start_grace:
-            return [f"its driver has been {driver.state} for over {policy.start_grace.total_seconds():.0f} s"], (
-                "restart"
-            )
+            grace = policy.start_grace.total_seconds()
+            return [f"its driver has been {driver.state} for over {grace:.0f} s"], "restart", []
     if status is not None and status.batches > 0 and o.now - status.updated_at > policy.stall_after:
         age = (o.now - status.updated_at).total_seconds()
-        return [f"no progress for {age:.0f} s (query stalled)"], "restart"
-    return [], "none"
+        return [f"no progress for {age:.0f} s (query stalled)"], "restart", ["stalled"]
+    return [], "none", []
 
 
 def judge(o: Observation, policy: HealthPolicy) -> DaggerHealth:
@@ -151,13 +156,15 @@ def judge(o: Observation, policy: HealthPolicy) -> DaggerHealth:
         return health.model_copy(
             update={"verdict": "crashlooping", "reasons": [f"{o.restarts} restart(s) within the budget window"]}
         )
-    reasons, action = _failures(o, policy)
+    reasons, action, signals = _failures(o, policy)
     if reasons:
         if action == "restart" and o.restarts >= policy.restart_budget:
             window = policy.budget_window.total_seconds() / 60
             reasons.append(f"restart budget spent ({o.restarts} within {window:.0f} min)")
-            return health.model_copy(update={"verdict": "crashlooping", "reasons": reasons, "action": "give_up"})
-        return health.model_copy(update={"verdict": "failed", "reasons": reasons, "action": action})
+            verdict: dict[str, object] = {"verdict": "crashlooping", "reasons": reasons, "action": "give_up"}
+        else:
+            verdict = {"verdict": "failed", "reasons": reasons, "action": action}
+        return health.model_copy(update={**verdict, "signals": signals})
     degraded = []
     if o.driver is None:
         degraded.append(f"no master answers for its driver: {o.driver_error}")
@@ -173,24 +180,32 @@ def judge(o: Observation, policy: HealthPolicy) -> DaggerHealth:
     read = _since(previous, status, "events")
     malformed, late = _since(previous, status, "malformed"), _since(previous, status, "late")
     lost, sink_errors = _since(previous, status, "lost"), _since(previous, status, "sink_errors")
+    seen: list[Signal] = []
+
+    def found(signal: Signal, reason: str) -> None:
+        seen.append(signal)
+        degraded.append(reason)
+
     if growth >= policy.lag_growth_checks:
-        degraded.append(f"lag grew {growth} checks in a row (now {status.lag})")
+        found("lag_growing", f"lag grew {growth} checks in a row (now {status.lag})")
     if normal and status.lag > 0 and status.processed_rate < policy.collapse_ratio * normal:
-        degraded.append(f"throughput collapsed: {status.processed_rate:.0f}/s against a normal {normal:.0f}/s")
+        rate = status.processed_rate
+        found("throughput_collapsed", f"throughput collapsed: {rate:.0f}/s against a normal {normal:.0f}/s")
     if malformed > policy.spike_ratio * max(read, 1):
-        degraded.append(f"{malformed} malformed events since the last check")
+        found("malformed_spike", f"{malformed} malformed events since the last check")
     if late > policy.spike_ratio * max(read, 1):
-        degraded.append(f"{late} late events since the last check")
+        found("late_spike", f"{late} late events since the last check")
     if lost:
-        degraded.append(f"{lost} events lost since the last check (gaps in the stream)")
+        found("lost", f"{lost} events lost since the last check (gaps in the stream)")
     if sink_errors:
-        degraded.append(f"{sink_errors} failed sink writes since the last check")
+        found("sink_errors", f"{sink_errors} failed sink writes since the last check")
     if not degraded and status.processed_rate > 0:  # the normal is learnt from healthy, busy checks only
         normal = status.processed_rate if normal is None else 0.8 * normal + 0.2 * status.processed_rate
     return health.model_copy(
         update={
             "verdict": "degraded" if degraded else "healthy",
             "reasons": degraded,
+            "signals": seen,
             "run": status.run,
             "progress_age_s": (o.now - status.updated_at).total_seconds(),
             "lag": status.lag,

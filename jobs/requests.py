@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobs.form import Request, request_from_params
-from jobs.healing import Checkup, HealthReport
+from jobs.healing import Checkup, HealthReport, alertmanager_pager
 from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
 from jobs.spec import SpecError, parse_spec
@@ -203,10 +203,14 @@ VERDICT_STYLE = {"healthy": "green", "degraded": "yellow", "failed": "red", "cra
 def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
     """One health check of the environment's team clusters and daggers (jobs/healing.py), healing if asked; its
     tables and actions go to the log. What the dagger_health DAG runs every minute."""
-    stack = Stack(environment)
+    where = Endpoints(Stack(environment).nodes())
+    try:
+        pager = alertmanager_pager(where.alertmanager_url)
+    except LookupError:
+        pager = None  # an environment without Alertmanager: the page is only the registry's history entry
     with platform(environment) as (registry, state):
-        metrics = Endpoints(stack.nodes()).victoria_metrics_url
-        report = Checkup(registry, state, metrics_url=metrics, say=log).run(heal)
+        checkup = Checkup(registry, state, metrics_url=where.victoria_metrics_url, pager=pager, say=log)
+        report = checkup.run(heal)
     for table in health_tables(report):
         log(render(table))
     for action in report.actions:

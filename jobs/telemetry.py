@@ -97,10 +97,11 @@ def malformed_and_lost(progress: dict[str, Any]) -> tuple[int, int]:
     return max(0, consumed - event_rows(progress)), lost
 
 
-def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0) -> list[str]:
-    """Influx line-protocol points for one progress event: one for the query, one per Kafka partition."""
+def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0, team: str | None = None) -> list[str]:
+    """Influx line-protocol points for one progress event: one for the query, one per Kafka partition. `team`
+    tags them for alert routing (odin/alerting)."""
     ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
-    tag = f"dagger={escape_key(dagger)}"
+    tag = f"dagger={escape_key(dagger)}" + (f",team={escape_key(team)}" if team else "")
     malformed, lost = malformed_and_lost(progress)
     lines = [
         f"{MEASUREMENT},{tag},topic={escape_key(topic)},partition={partition} lag={lag}i {ts_ns}"
@@ -130,12 +131,12 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0)
 class Telemetry:
     """Writes progress points to an InfluxDB-compatible `/write` endpoint; never fails the dagger."""
 
-    def __init__(self, dagger: str, url: str | None, database: str = "daggers") -> None:
-        self.dagger, self.url, self.database = dagger, url, database
+    def __init__(self, dagger: str, url: str | None, database: str = "daggers", team: str | None = None) -> None:
+        self.dagger, self.url, self.database, self.team = dagger, url, database, team
         self.failures = 0
 
     def record(self, progress: dict[str, Any], sink_errors: int = 0) -> None:
-        lines = progress_points(self.dagger, progress, sink_errors)
+        lines = progress_points(self.dagger, progress, sink_errors, self.team)
         log.info("%s", lines[-1])
         if not self.url:
             return

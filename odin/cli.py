@@ -18,6 +18,7 @@ from rich.table import Table
 
 from jobs.spec import SLUG, format_errors
 from odin.access import require_member
+from odin.alerting.routing import RoutingError, team_receiver
 from odin.catalog import CatalogError
 from odin.catalog.schemas import BufError
 from odin.catalog.sync import StreamSync
@@ -270,6 +271,13 @@ def team_add(
         for user in member:
             registry.add_member(name, user)
         console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}")
+    try:
+        if Stack(env, state_dir).sync_alert_routes():
+            console.print(f"alertmanager: team {name}'s alerts now route to receiver {team_receiver(name)}")
+    except LookupError:
+        pass  # no Alertmanager in this environment: `odin up` routes the team when it adds one
+    except RoutingError as e:
+        raise _fail(f"team {name} is added, but its alert route is not: {e}. Fix it, then re-run `odin up`") from None
 
 
 @team_app.command("list")

@@ -58,6 +58,23 @@ class Endpoints:
         return f"http://{self._addr('spark_master', 'ui')}"
 
     @property
+    def alertmanager_url(self) -> str:
+        return f"http://{self._addr('alertmanager', 'http')}"
+
+    @property
+    def alert_receiver_url(self) -> str:
+        """The platform's webhook receiver (odin/alerting/receiver.py), beside Alertmanager."""
+        return f"http://{self._addr('alertmanager', 'receiver')}"
+
+    @property
+    def vmalert_url(self) -> str:
+        return f"http://{self._addr('vmalert', 'http')}"
+
+    @property
+    def alertmanager_config(self) -> Path:
+        return Path(self._node("alertmanager")["dirs"]["data"]) / "alertmanager.yml"
+
+    @property
     def airflow_url(self) -> str:
         return f"http://{self._addr('airflow', 'http')}"
 

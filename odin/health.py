@@ -83,6 +83,20 @@ def _airflow(node: Node) -> Health:
     return Health(ok, ", ".join(f"{k}={v}" for k, v in sorted(parts.items())))
 
 
+def _alertmanager(node: Node) -> Health:
+    ready = _http(f"http://{node['host']}:{node['ports']['http']}/-/ready")
+    receiver = _http(f"http://{node['host']}:{node['ports']['receiver']}/health")
+    counts = receiver.json() if receiver.status_code == 200 else {}
+    detail = f"receiver: {counts.get('alerts', '?')} alert(s) recorded, {counts.get('rejected', '?')} refused"
+    return Health(ready.status_code == 200 and receiver.status_code == 200, detail)
+
+
+def _vmalert(node: Node) -> Health:
+    r = _http(f"http://{node['host']}:{node['ports']['http']}/api/v1/rules")
+    groups = r.json().get("data", {}).get("groups", []) if r.status_code == 200 else []
+    return Health(r.status_code == 200, f"{sum(len(g.get('rules', [])) for g in groups)} rule(s)")
+
+
 CHECKS: dict[str, Callable[[Node], Health]] = {
     "kafka_broker": _kafka,
     "victoria_metrics": _victoria_metrics,
@@ -91,6 +105,8 @@ CHECKS: dict[str, Callable[[Node], Health]] = {
     "spark_master": _spark_master,
     "spark_worker": _spark_worker,
     "airflow": _airflow,
+    "alertmanager": _alertmanager,
+    "vmalert": _vmalert,
 }
 
 URLS: dict[str, Callable[[Node], str]] = {
@@ -104,6 +120,8 @@ URLS: dict[str, Callable[[Node], str]] = {
     ),
     "spark_worker": lambda n: f"http://{n['host']}:{n['ports']['ui']}",
     "airflow": lambda n: f"http://{n['host']}:{n['ports']['http']}",
+    "alertmanager": lambda n: f"http://{n['host']}:{n['ports']['http']} (receiver :{n['ports']['receiver']})",
+    "vmalert": lambda n: f"http://{n['host']}:{n['ports']['http']}",
 }
 
 

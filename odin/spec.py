@@ -22,12 +22,16 @@ class Service(StrEnum):
     spark_master = "spark_master"
     spark_worker = "spark_worker"
     airflow = "airflow"
+    alertmanager = "alertmanager"  # with the platform's webhook receiver, which records alerts in the registry
+    vmalert = "vmalert"
 
 
 # A service converged on its own also needs these running.
 REQUIRES: dict[Service, frozenset[Service]] = {
     Service.spark_worker: frozenset({Service.spark_master}),
     Service.airflow: frozenset({Service.postgres}),  # its metadata database
+    Service.alertmanager: frozenset({Service.postgres}),  # the receiver records alerts in the registry
+    Service.vmalert: frozenset({Service.victoria_metrics, Service.alertmanager}),
 }
 
 PortName = Literal[
@@ -42,6 +46,9 @@ PortName = Literal[
     "spark_worker_ui",
     "postgres",
     "airflow",
+    "alertmanager",
+    "alert_receiver",
+    "vmalert",
 ]
 Port = Annotated[int, Field(ge=1024, le=65000)]
 DEFAULT_WORKERS = 2

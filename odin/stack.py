@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import create_engine
 
 from odin import catalog, health, processes
+from odin.alerting import routing
 from odin.ansible import PlaybookResult, run_playbook
 from odin.catalog import sync as catalog_sync
 from odin.catalog.sync import StreamSync
@@ -83,6 +84,7 @@ def tools() -> dict[str, str]:
         "tansu": str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"),
         "spark_class": str(BIN_DIR / "spark-class"),
         "airflow": str(BIN_DIR / "airflow"),
+        "python": str(BIN_DIR / "python"),
         "airflow_version": importlib.metadata.version("apache-airflow"),
         "bin_dir": str(BIN_DIR),
     }
@@ -214,7 +216,20 @@ class Stack:
             if any(n["role"] == Service.kafka_broker for n in planned.values()):
                 say("registry: load the stream catalog")
                 report.catalog = self.sync_catalog(planned)
+            if Service.alertmanager in spec.selected:
+                say("alertmanager: route the registry's teams")
+                self.sync_alert_routes(planned)
         return report
+
+    def sync_alert_routes(self, nodes: dict[str, Node] | None = None) -> bool:
+        """Alertmanager routes each registry team's alerts to its receiver (odin/alerting/routing.py); True when
+        the routes changed."""
+        where = Endpoints(nodes if nodes is not None else self.nodes())
+        registry = Registry.connect(where.registry_url)
+        try:
+            return routing.sync(registry, where.alertmanager_config, where.alert_receiver_url, where.alertmanager_url)
+        finally:
+            registry.close()
 
     def sync_catalog(self, nodes: dict[str, Node] | None = None, actor: str = "odin") -> list[StreamSync]:
         """Load the stream catalog into this environment's registry (odin/catalog)."""

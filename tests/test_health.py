@@ -88,6 +88,7 @@ def test_a_running_dagger_with_recent_progress_is_healthy_and_learns_its_normal_
 def test_a_failed_dagger_says_why_and_what_to_do(fields: dict[str, Any], reason: str, action: str) -> None:
     h = judge(observe(**fields), POLICY)
     assert h.verdict == "failed" and reason in h.reasons[0] and h.action == action
+    assert h.signals == (["stalled"] if "stalled" in reason else [])
 
 
 def test_past_its_restart_budget_a_failed_dagger_is_crashlooping_once() -> None:
@@ -117,10 +118,12 @@ def test_an_unreachable_master_degrades_without_a_restart() -> None:
 def test_trends_against_the_previous_check() -> None:
     growing = judge(observe(status=status(lag=500), previous=previous(lag=400, lag_growth=2)), POLICY)
     assert growing.verdict == "degraded" and growing.reasons == ["lag grew 3 checks in a row (now 500)"]
+    assert growing.signals == ["lag_growing"]  # what the alert rules read (dagger_health_lag_growing)
 
     slow = status(lag=10_000, processed_rate=50.0)
     collapsed = judge(observe(status=slow, previous=previous(normal_rate=1000.0, lag=20_000)), POLICY)
     assert collapsed.reasons == ["throughput collapsed: 50/s against a normal 1000/s"]
+    assert collapsed.signals == ["throughput_collapsed"]
 
     spikes = status(events=10_000, malformed=500, late=20, lost=7, sink_errors=3)
     before = previous(events=5_000, malformed=100, late=10, lost=0, sink_errors=1)
@@ -130,6 +133,7 @@ def test_trends_against_the_previous_check() -> None:
         "7 events lost since the last check (gaps in the stream)",
         "2 failed sink writes since the last check",
     ]  # 10 late events of 5000 read are under the spike ratio
+    assert h.signals == ["malformed_spike", "lost", "sink_errors"]
     assert h.normal_rate is None  # a degraded check does not teach the normal
 
 

@@ -108,6 +108,8 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
         "spark_master",
         "spark_worker",
         "airflow",
+        "alertmanager",
+        "vmalert",
     }
     assert [n.name for n in nodes if n.role == "spark_worker"] == ["spark-worker-1", "spark-worker-2"]
     assert all(n.running and n.health.ok for n in nodes), [(n.name, n.health) for n in nodes]
@@ -117,6 +119,7 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
         "dag-processor",
         "triggerer",
     }
+    assert {p.name for n in nodes if n.role == "alertmanager" for p in n.processes} == {"alertmanager", "alert-receiver"}
     status = odin("status", "--state-dir", flags[1])
     assert status.returncode == 0
     assert all(n.name in status.stdout for n in nodes)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 ClusterState = Literal["provisioning", "ready", "failed", "destroying", "destroyed"]
 DaggerState = Literal["deploying", "running", "stopping", "stopped", "failed", "crashlooping"]
 Outcome = Literal["ok", "refused", "failed"]
+AlertStatus = Literal["firing", "resolved"]
 
 
 class Record(BaseModel):
@@ -83,3 +84,20 @@ class HistoryEntry(Record):
     outcome: Outcome
     message: str = ""
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class AlertRecord(Record):
+    """One alert as a notification of Alertmanager's webhook delivered it (odin/alerting/receiver.py)."""
+
+    fingerprint: str
+    status: AlertStatus
+    alertname: str
+    team: str | None = None
+    subject: str = ""  # "dagger:team/name", "cluster:team/name" or ""
+    receiver: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    received_at: datetime | None = None
+    id: int | None = None

@@ -146,8 +146,8 @@ history = Table(
     CheckConstraint(f"outcome IN {OUTCOMES}", name="outcome"),
 )
 
-# Every alert notification Alertmanager's webhook delivered (odin/alerts.py): append-only like the history; an
-# alert's state now is its latest row (by fingerprint).
+# Every alert notification Alertmanager's webhook delivered (odin/alerting/receiver.py): append-only like the
+# history; an alert's state now is its latest row (by fingerprint).
 alerts = Table(
     "alerts",
     metadata,

@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 
 from odin.registry import migrate
 from odin.registry.records import (
+    AlertRecord,
     ClusterRecord,
     ClusterState,
     DaggerRecord,
@@ -25,7 +26,7 @@ from odin.registry.records import (
     SchemaVersion,
     StreamRecord,
 )
-from odin.registry.schema import clusters, daggers, history, members, schema_versions, streams, teams
+from odin.registry.schema import alerts, clusters, daggers, history, members, schema_versions, streams, teams
 
 R = TypeVar("R", bound=Record)
 
@@ -202,6 +203,25 @@ class Registry:
             values = dict(stream=stream, version=version, fingerprint=fingerprint, proto=proto)
             conn.execute(insert(schema_versions).values(**values, descriptor_set=descriptor_set))
             return version
+
+    # -- alerts -----------------------------------------------------------------------------------------------
+
+    def record_alerts(self, records: Iterable[AlertRecord]) -> int:
+        rows = [r.model_dump(exclude={"id", "received_at"}) for r in records]
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(insert(alerts), rows)
+        return len(rows)
+
+    def alerts(self, team: str | None = None, firing: bool = True, limit: int = 200) -> list[AlertRecord]:
+        """Each alert's latest notification, newest first; `firing`: only the alerts still firing."""
+        latest = select(func.max(alerts.c.id)).group_by(alerts.c.fingerprint)
+        if team is not None:
+            latest = latest.where(alerts.c.team == team)
+        query = select(alerts).where(alerts.c.id.in_(latest)).order_by(alerts.c.id.desc()).limit(limit)
+        if firing:
+            query = query.where(alerts.c.status == "firing")
+        return self._all(AlertRecord, query)
 
     # -- helpers ----------------------------------------------------------------------------------------------
 

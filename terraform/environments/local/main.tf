@@ -13,6 +13,9 @@ locals {
     spark_worker_ui  = 8100 # and serves its UI on spark_worker_ui + i
     postgres         = 5432
     airflow          = 8080
+    alertmanager     = 9093
+    alert_receiver   = 9095 # the platform's webhook receiver, beside Alertmanager
+    vmalert          = 8880
   }
   ports = merge(local.default_ports, var.ports)
 
@@ -41,10 +44,25 @@ locals {
       role  = "airflow"
       ports = { http = local.ports.airflow }
     }
+    alertmanager = {
+      role  = "alertmanager"
+      ports = { http = local.ports.alertmanager, receiver = local.ports.alert_receiver }
+    }
+    vmalert = {
+      role  = "vmalert"
+      ports = { http = local.ports.vmalert }
+    }
   }
 
   settings = {
     spark-master = {}
+    alertmanager = {
+      registry_url = "postgresql+psycopg://postgres@${var.bind_host}:${local.ports.postgres}/registry"
+    }
+    vmalert = {
+      datasource_url   = "http://${var.bind_host}:${local.ports.victoria_metrics}"
+      alertmanager_url = "http://${var.bind_host}:${local.ports.alertmanager}"
+    }
     airflow-server = {
       parallelism = tostring(var.airflow_parallelism)
       # Airflow's metadata in its own database on the platform's PostgreSQL, as in production
