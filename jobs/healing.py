@@ -30,7 +30,7 @@ from odin.cluster.health import ClusterHealth
 from odin.cluster.lifecycle import ClusterError, Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.registry import Refused, Registry
-from odin.registry.records import ClusterRecord, DaggerRecord, Outcome
+from odin.registry.records import AlertRecord, ClusterRecord, DaggerRecord, Outcome
 
 ACTOR = "odin-health"
 WATCHED = ("running", "failed", "crashlooping")  # deploying: its deploy run watches it; stopped: nothing to do
@@ -54,6 +54,7 @@ class HealthReport(BaseModel):
     clusters: list[ClusterEntry] = Field(default_factory=list)
     daggers: list[DaggerHealth] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)  # what the check did, in words, in order
+    alerts: list[AlertRecord] = Field(default_factory=list)  # firing, as Alertmanager's receiver recorded them
 
     def dagger(self, team: str, name: str) -> DaggerHealth | None:
         return next((d for d in self.daggers if (d.team, d.name) == (team, name)), None)
@@ -210,7 +211,8 @@ class Checkup:
         previous = self.reports.latest()
         clusters = self._clusters()
         verdicts = self._judge_all(clusters, previous)
-        report = HealthReport(checked_at=datetime.now(UTC), daggers=verdicts)
+        alerts = [a for a in self.registry.alerts() if self.teams is None or a.team in self.teams]
+        report = HealthReport(checked_at=datetime.now(UTC), daggers=verdicts, alerts=alerts)
         if heal:
             self._heal(report, verdicts, clusters)
         else:

@@ -194,7 +194,18 @@ def health_tables(report: HealthReport) -> list[Table]:
             str(d.restarts),
             "; ".join(d.reasons) or "-",
         )
-    return [clusters, daggers]
+    tables = [clusters, daggers]
+    if report.alerts:
+        alerts = Table(title=f"{len(report.alerts)} alert(s) firing", title_justify="left")
+        for col in ("since", "alert", "severity", "subject", "receiver"):
+            alerts.add_column(col)
+        alerts.add_column("summary", overflow="fold")
+        for a in report.alerts:
+            since = f"{a.starts_at:%Y-%m-%d %H:%M:%S}" if a.starts_at else "-"
+            severity = a.labels.get("severity", "-")
+            alerts.add_row(since, a.alertname, severity, a.subject or "-", a.receiver, a.annotations.get("summary", ""))
+        tables.append(alerts)
+    return tables
 
 
 VERDICT_STYLE = {"healthy": "green", "degraded": "yellow", "failed": "red", "crashlooping": "bold red"}

@@ -5,6 +5,8 @@ that does not validate is refused with the field named, and counted."""
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import subprocess
 import time
@@ -25,7 +27,7 @@ from jobs.lifecycle import Daggers
 from jobs.spec import parse_spec
 from odin.alerting import routing
 from odin.cluster.lifecycle import Clusters
-from odin.paths import REPO
+from odin.paths import BIN_DIR, REPO
 from odin.processes import of_node
 from odin.registry import Registry
 from odin.registry.records import AlertRecord
@@ -200,5 +202,14 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
     assert alert.received_at is not None
     seen, recorded = (detected - fault).total_seconds(), (alert.received_at - fault).total_seconds()
     print(f"\nstalled query: detected by health {seen:.0f} s, alert recorded {recorded:.0f} s after the fault")
+    assert [a.alertname for a in checkup.run(heal=False, record=False).alerts] == ["DaggerStalled"]
+    shown = subprocess.run(
+        [str(BIN_DIR / "dagger"), "status", "--team", team, "--state-dir", str(team_cluster.state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    assert re.search(rf"DaggerStalled\s+.\s+critical\s+.\s+dagger:{team}/stall\s+.\s+team-{team}", shown.stdout), shown
     daggers.stop(team, "stall", team_cluster.member)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in stopped)

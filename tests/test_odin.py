@@ -119,7 +119,8 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
         "dag-processor",
         "triggerer",
     }
-    assert {p.name for n in nodes if n.role == "alertmanager" for p in n.processes} == {"alertmanager", "alert-receiver"}
+    alerting = {p.name for n in nodes if n.role == "alertmanager" for p in n.processes}
+    assert alerting == {"alertmanager", "alert-receiver"}
     status = odin("status", "--state-dir", flags[1])
     assert status.returncode == 0
     assert all(n.name in status.stdout for n in nodes)
