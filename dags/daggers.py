@@ -125,6 +125,32 @@ def dagger_stop() -> None:
 
 
 @dag(
+    dag_id="dagger_failover",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=[*TAGS, "health"],
+    doc_md="Seed 004's cluster failover: every dagger of a team cluster moves to another cluster of the team and "
+    "resumes from its checkpoint (nothing lost or counted twice). The health check does it on its own, for teams "
+    "that allow it, when a cluster stays down.",
+    params=_params(
+        "team",
+        "cluster",
+        to=Param(None, type=["null", "string"], description="The team cluster to move to (default: its healthiest)."),
+        reason=Param("", type="string", description="Why, for the registry's history."),
+    ),
+)
+def dagger_failover() -> None:
+    @task
+    def failover() -> dict[str, Any]:
+        from jobs import requests
+
+        return _run(requests.failover)
+
+    failover()
+
+
+@dag(
     dag_id="dagger_list",
     schedule=None,
     start_date=datetime(2026, 1, 1),
@@ -146,4 +172,5 @@ def dagger_list() -> None:
 dagger_deploy()
 dagger_update()
 dagger_stop()
+dagger_failover()
 dagger_list()

@@ -367,6 +367,31 @@ def stop(
     console.print(f"[yellow]stopped[/]: {record.qualified_name}")
 
 
+@app.command()
+def failover(
+    team: Annotated[str, typer.Option("--team", help="The team whose cluster is down.")],
+    cluster: Annotated[str, typer.Option("--cluster", help="The cluster to move every dagger off.")],
+    to: Annotated[
+        str | None, typer.Option("--to", help="The team's cluster to move them to (default: its healthiest other).")
+    ] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the registry's history.")] = "",
+    user: UserOpt = "",
+    state_dir: StateOpt = None,
+) -> None:
+    """Move every dagger of a team cluster to another cluster of the team, each resuming from its checkpoint."""
+    from jobs.failover import fail_over
+    from jobs.requests import failover_summary
+    from odin.cluster.lifecycle import Clusters
+
+    actor = user or _login()
+    with _daggers(state_dir) as daggers:
+        clusters = Clusters(daggers.registry, daggers.state_dir, daggers.say)
+        report = fail_over(daggers, clusters, team, cluster, actor, reason or f"requested by {actor}", to)
+    console.print(failover_summary(report), highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
 @app.command("list")
 def list_daggers(
     team: Annotated[str | None, typer.Option("--team", help="Only this team's.")] = None,

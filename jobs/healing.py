@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, Field
 
+from jobs.failover import MOVED, fail_over, is_down
 from jobs.health import LEVEL, SIGNALS, DaggerHealth, HealthPolicy, Observation, judge
 from jobs.lifecycle import Daggers, DeployError
 from jobs.sinks.influx import escape_key
@@ -46,7 +47,9 @@ class ClusterEntry(BaseModel):
     alive_workers: int
     workers: int
     problems: list[str] = Field(default_factory=list)
+    down_checks: int = 0  # checks in a row it could run no dagger (no active master or no worker alive)
     healed: bool | None = None  # None: not attempted
+    failed_over_to: str | None = None
 
 
 class HealthReport(BaseModel):
@@ -91,7 +94,7 @@ def points(report: HealthReport) -> list[str]:
     lines = []
     for c in report.clusters:
         tags = f"team={escape_key(c.team)},cluster={escape_key(c.name)}"
-        fields = f"ok={int(c.ok)}i,alive_workers={c.alive_workers}i,workers={c.workers}i"
+        fields = f"ok={int(c.ok)}i,alive_workers={c.alive_workers}i,workers={c.workers}i,down_checks={c.down_checks}i"
         lines.append(f"cluster_health,{tags} {fields} {ts}")
     for d in report.daggers:
         tags = f"team={escape_key(d.team)},dagger={escape_key(d.name)},cluster={escape_key(d.cluster or '-')}"
@@ -212,40 +215,33 @@ class Checkup:
         clusters = self._clusters()
         verdicts = self._judge_all(clusters, previous)
         alerts = [a for a in self.registry.alerts() if self.teams is None or a.team in self.teams]
-        report = HealthReport(checked_at=datetime.now(UTC), daggers=verdicts, alerts=alerts)
+        entries = [_entry(r, h, previous) for r, h in clusters.values()]
+        report = HealthReport(checked_at=datetime.now(UTC), clusters=entries, daggers=verdicts, alerts=alerts)
         if heal:
-            self._heal(report, verdicts, clusters)
-        else:
-            report.clusters = [_entry(r, h) for r, h in clusters.values()]
+            self._heal(report, verdicts)
         if record:
             path = self.reports.write(report)
             self._send(report)
             self.say(f"health report {path}")
         return report
 
-    def _heal(
-        self,
-        report: HealthReport,
-        verdicts: list[DaggerHealth],
-        clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]],
-    ) -> None:
+    def _heal(self, report: HealthReport, verdicts: list[DaggerHealth]) -> None:
         act = report.actions.append
-        restarts = [v for v in verdicts if v.action == "restart"]
+        moved = self._fail_over(report)
+        restarts = [v for v in verdicts if v.action == "restart" and (v.team, v.cluster) not in moved]
         for v in restarts:  # before any cluster heal brings back a worker a master would relaunch them on
             act(f"{v.qualified_name}: ended its driver ({self.daggers.end_driver(v.team, v.name, ACTOR)})")
-        for record, health in clusters.values():
-            entry = _entry(record, health)
-            if not health.ok:
-                reason = "; ".join(health.problems)
-                self.say(f"healing cluster {record.qualified_name}: {reason}")
+        for entry in report.clusters:
+            if not entry.ok:
+                reason = "; ".join(entry.problems)
+                self.say(f"healing cluster {entry.team}/{entry.name}: {reason}")
                 try:
-                    self.clusters.heal(record.team, record.name, ACTOR, reason)
+                    self.clusters.heal(entry.team, entry.name, ACTOR, reason)
                     entry.healed = True
-                    act(f"cluster {record.qualified_name}: converged ({reason})")
+                    act(f"cluster {entry.team}/{entry.name}: converged ({reason})")
                 except (ClusterError, Refused) as e:
                     entry.healed = False
-                    act(f"cluster {record.qualified_name}: could not converge: {e}")
-            report.clusters.append(entry)
+                    act(f"cluster {entry.team}/{entry.name}: could not converge: {e}")
         for v in restarts:
             reason = "; ".join(v.reasons)
             try:
@@ -257,6 +253,29 @@ class Checkup:
             if v.action == "give_up":
                 self._give_up(v)
                 act(f"{v.qualified_name}: crashlooping, paged ({'; '.join(v.reasons)})")
+
+    def _fail_over(self, report: HealthReport) -> set[tuple[str, str | None]]:
+        """Clusters down for `failover_after_checks` checks, of teams that allow it: their daggers move to another
+        cluster of the team (jobs/failover.py) before anything else; (team, cluster) of those failed over."""
+        done: set[tuple[str, str | None]] = set()
+        for entry in report.clusters:
+            if entry.down_checks < self.policy.failover_after_checks or not self.registry.auto_failover(entry.team):
+                continue
+            if not self.registry.daggers(team=entry.team, cluster=entry.name, states=MOVED):
+                continue
+            reason = f"down for {entry.down_checks} checks: {'; '.join(entry.problems)}"
+            try:
+                moved = fail_over(self.daggers, self.clusters, entry.team, entry.name, ACTOR, reason, authorize=False)
+            except Refused as e:
+                report.actions.append(f"cluster {entry.team}/{entry.name}: no failover: {e}")
+                continue
+            entry.failed_over_to = moved.target
+            done.add((entry.team, entry.name))
+            for name in moved.moved:
+                report.actions.append(f"{entry.team}/{name}: moved to cluster {moved.target} ({reason})")
+            for name, why in moved.failed.items():
+                report.actions.append(f"{entry.team}/{name}: failover to {moved.target} failed: {why}")
+        return done
 
     def _give_up(self, v: DaggerHealth) -> None:
         self.daggers.end_driver(v.team, v.name, ACTOR)
@@ -281,7 +300,12 @@ class Checkup:
             self.say(f"health points to {self.metrics_url}: {e}")
 
 
-def _entry(record: ClusterRecord, health: ClusterHealth) -> ClusterEntry:
+def _entry(record: ClusterRecord, health: ClusterHealth, previous: HealthReport | None) -> ClusterEntry:
+    before = (
+        next((c for c in previous.clusters if (c.team, c.name) == (record.team, record.name)), None)
+        if (previous)
+        else None
+    )
     return ClusterEntry(
         team=record.team,
         name=record.name,
@@ -290,4 +314,5 @@ def _entry(record: ClusterRecord, health: ClusterHealth) -> ClusterEntry:
         alive_workers=len(health.alive_workers),
         workers=health.workers,
         problems=list(health.problems),
+        down_checks=((before.down_checks if before else 0) + 1) if is_down(health) else 0,
     )

@@ -49,6 +49,12 @@ class HealthPolicy(BaseModel):
         0.2, gt=0, lt=1, description="Processed rate below this share of the dagger's normal, with input waiting."
     )
     spike_ratio: float = Field(0.01, gt=0, description="Malformed or late events above this share of those read.")
+    failover_after_checks: int = Field(
+        2,
+        ge=1,
+        description="A cluster down (no active master or no worker alive) this many checks in a row, healing "
+        "notwithstanding, has its daggers moved to another cluster of its team, if the team allows it.",
+    )
 
 
 class DaggerHealth(BaseModel):

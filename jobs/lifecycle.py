@@ -293,21 +293,32 @@ class Daggers:
         except (DeployError, SubmissionError) as e:
             return f"not confirmed: {e}"
 
-    def restart(self, team: str, name: str, actor: str, reason: str) -> DaggerRecord:
-        """Submit the dagger's recorded spec again on its cluster and checkpoint (the platform's own action: its
-        driver is gone or ended first, see end_driver); one `dagger_restart` history entry with the reason."""
+    def restart(
+        self,
+        team: str,
+        name: str,
+        actor: str,
+        reason: str,
+        *,
+        cluster: str | None = None,
+        action: str = "dagger_restart",
+    ) -> DaggerRecord:
+        """Submit the dagger's recorded spec again on its checkpoint, on its cluster or on `cluster` (a failover),
+        as the platform's own action: its driver is gone or ended first (see end_driver). One history entry
+        (`action`) with the reason."""
         record = self.registry.dagger(team, name)
         if record is None or record.cluster is None:
             raise Refused(f"no deployed dagger {team}/{name}")
         spec = DaggerSpec.model_validate(record.spec)
+        target = cluster or record.cluster
         try:
-            plan = self.plan(spec, record.cluster)
+            plan = self.plan(spec, target)
         except Refused as e:
-            self.registry.record(actor, "dagger_restart", f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
+            self.registry.record(actor, action, f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
             raise
         self.registry.set_dagger_state(team, name, "failed")  # submit takes a dagger that is not running
-        deployment = self.submit(plan, record.cluster, actor)
-        return self.conclude(deployment, self.wait_started(deployment), "dagger_restart", reason)
+        deployment = self.submit(plan, target, actor)
+        return self.conclude(deployment, self.wait_started(deployment), action, reason)
 
     def prepare_update(
         self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False

@@ -12,11 +12,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from jobs.failover import FailoverReport, fail_over
 from jobs.form import Request, request_from_params
 from jobs.healing import Checkup, HealthReport, alertmanager_pager
 from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
 from jobs.spec import SpecError, parse_spec
+from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import platform
 from odin.endpoints import Endpoints
 from odin.registry import Refused
@@ -128,6 +130,27 @@ def stop(params: Mapping[str, Any], user: str | None, log: Log) -> dict[str, Any
     with platform() as (registry, state):
         record = Daggers(registry, state, log).stop(str(params["team"]), str(params["name"]), user or "?")
     return record.model_dump(mode="json")
+
+
+def failover(params: Mapping[str, Any], user: str | None, log: Log) -> dict[str, Any]:
+    """Move every dagger of a team cluster to another of the team's clusters (jobs/failover.py)."""
+    team, cluster = str(params["team"]), str(params["cluster"])
+    reason = str(params.get("reason") or f"requested by {user or '?'}")
+    with platform() as (registry, state):
+        daggers = Daggers(registry, state, log)
+        report = fail_over(
+            daggers, Clusters(registry, state, log), team, cluster, user or "?", reason, params.get("to")
+        )
+    log(failover_summary(report))
+    if not report.ok:
+        raise Refused(f"{len(report.failed)} dagger(s) did not move: {report.failed}")
+    return {"to": report.target, "moved": report.moved}
+
+
+def failover_summary(report: FailoverReport) -> str:
+    moved = ", ".join(report.moved) or "none"
+    text = f"{report.team}/{report.cluster} failed over to {report.target}: moved {moved}"
+    return text + "".join(f"\n{name}: did not move: {why}" for name, why in report.failed.items())
 
 
 def listing(params: Mapping[str, Any], log: Log, state_dir: Path | None = None) -> list[dict[str, Any]]:

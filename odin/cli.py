@@ -260,6 +260,13 @@ def _registry(env: str, state_dir: Path | None) -> Iterator[Registry]:
 def team_add(
     name: Annotated[str, typer.Argument(help="Team name (a slug).")],
     member: Annotated[list[str], typer.Option("--member", help="A user of the team (repeatable).")] = [],  # noqa: B006
+    auto_failover: Annotated[
+        bool | None,
+        typer.Option(
+            "--auto-failover/--no-auto-failover",
+            help="Let the health check move the team's daggers off a cluster that stays down (default: unchanged).",
+        ),
+    ] = None,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
@@ -270,7 +277,10 @@ def team_add(
         registry.ensure_team(name)
         for user in member:
             registry.add_member(name, user)
-        console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}")
+        if auto_failover is not None:
+            registry.set_auto_failover(name, auto_failover)
+        failover = "on" if registry.auto_failover(name) else "off"
+        console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}; auto-failover {failover}")
     try:
         if Stack(env, state_dir).sync_alert_routes():
             console.print(f"alertmanager: team {name}'s alerts now route to receiver {team_receiver(name)}")
@@ -286,9 +296,10 @@ def team_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
     with _registry(env, state_dir) as registry:
         table = Table(title="teams", title_justify="left")
         table.add_column("team")
+        table.add_column("auto-failover")
         table.add_column("members")
         for team in registry.teams():
-            table.add_row(team, ", ".join(registry.members(team)))
+            table.add_row(team, "on" if registry.auto_failover(team) else "off", ", ".join(registry.members(team)))
         console.print(table)
 
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -33,6 +33,9 @@ from odin.ports import stack_ports
 from odin.registry import Registry, migrate
 from odin.spec import Service
 from odin.stack import Stack, UpReport
+
+if TYPE_CHECKING:
+    from odin.cluster.lifecycle import Clusters
 
 
 @dataclass(frozen=True)
@@ -181,4 +184,25 @@ def team_cluster(services: Services) -> Iterator[TeamCluster]:
         for d in registry.daggers(team=team, states=("deploying", "running", "stopping")):
             registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster's processes
         clusters.destroy(team, "main", "alice")
+        registry.close()
+
+
+@pytest.fixture
+def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
+    """A team of its own (member `alice`) for a test that creates its clusters; destroyed with them after."""
+    from odin.cluster.lifecycle import Clusters
+
+    assert services.stack is not None
+    registry = Registry.connect(services.registry_url)
+    team = f"t{uuid.uuid4().hex[:8]}"
+    registry.ensure_team(team)
+    registry.add_member(team, "alice")
+    try:
+        yield registry, Clusters(registry, services.stack.state_dir), team
+    finally:
+        for d in registry.daggers(team=team, states=("deploying", "running", "stopping", "failed", "crashlooping")):
+            registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster's processes
+        for c in registry.clusters(team=team, states=("ready", "failed", "provisioning")):
+            clusters = Clusters(registry, services.stack.state_dir)
+            clusters.destroy(team, c.name, "alice")
         registry.close()

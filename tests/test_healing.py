@@ -12,7 +12,6 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,24 +32,6 @@ from odin.registry import Registry
 from tests.conftest import Services, TeamCluster
 from tests.test_dagger import influx_surge, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
-
-
-@pytest.fixture
-def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
-    assert services.stack is not None
-    registry = Registry.connect(services.registry_url)
-    team = f"t{uuid.uuid4().hex[:8]}"
-    registry.ensure_team(team)
-    registry.add_member(team, "alice")
-    try:
-        yield registry, Clusters(registry, services.stack.state_dir), team
-    finally:
-        for d in registry.daggers(team=team, states=("deploying", "running", "stopping", "failed", "crashlooping")):
-            registry.set_dagger_state(team, d.name, "stopped")  # its driver goes with the cluster's processes
-        for c in registry.clusters(team=team, states=("ready", "failed", "provisioning")):
-            clusters = Clusters(registry, services.stack.state_dir)
-            clusters.destroy(team, c.name, "alice")
-        registry.close()
 
 
 def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(

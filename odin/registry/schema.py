@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -51,6 +53,8 @@ teams = Table(
     metadata,
     Column("name", String(63), primary_key=True),
     Column("description", Text, nullable=False, server_default=""),
+    # health moves the team's daggers off a cluster that stays down to another of its clusters (jobs/failover.py)
+    Column("auto_failover", Boolean, nullable=False, server_default=false()),
     _now(),
     CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
 )

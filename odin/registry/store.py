@@ -73,6 +73,14 @@ class Registry:
         with self.engine.begin() as conn:
             conn.execute(pg_insert(teams).values(name=name, description=description).on_conflict_do_nothing())
 
+    def set_auto_failover(self, team: str, allowed: bool) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(teams).where(teams.c.name == team).values(auto_failover=allowed))
+
+    def auto_failover(self, team: str) -> bool:
+        with self.engine.connect() as conn:
+            return bool(conn.scalar(select(teams.c.auto_failover).where(teams.c.name == team)))
+
     def teams(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.scalars(select(teams.c.name).order_by(teams.c.name)))
