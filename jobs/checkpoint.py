@@ -43,6 +43,7 @@ class StreamIdentity(BaseModel):
     bootstrap_servers: str
     topics: list[str]
     proto: str
+    offsets: str | None = None  # the catalog Kafka cluster whose offsets these are (its mirror keeps them)
 
 
 class Identity(BaseModel):
@@ -98,7 +99,11 @@ def identity_of(plan: DaggerPlan) -> Identity:
         dagger=spec.qualified_name,
         streams=[
             StreamIdentity(
-                table=s.table, bootstrap_servers=s.kafka.bootstrap_servers, topics=sorted(s.topics), proto=s.proto
+                table=s.table,
+                bootstrap_servers=s.kafka.bootstrap_servers,
+                topics=sorted(s.topics),
+                proto=s.proto,
+                offsets=s.kafka.cluster,
             )
             for s in spec.streams
         ],
@@ -117,7 +122,9 @@ def differences(made: Identity, wanted: Identity) -> list[str]:
     if tables[0] != tables[1]:
         reasons.append(f"it reads streams {tables[0]}, the spec declares {tables[1]}")
     for old, new in zip(made.streams, wanted.streams, strict=False):
-        for name in ("bootstrap_servers", "topics", "proto"):
+        # a catalog cluster and its offset-keeping mirror are one source to a checkpoint, wherever they listen
+        same_offsets = old.offsets is not None and old.offsets == new.offsets
+        for name in ("topics", "proto") if same_offsets else ("bootstrap_servers", "topics", "proto"):
             before, now = getattr(old, name), getattr(new, name)
             if before != now:
                 reasons.append(f"stream {new.table}: it was made for {name} {before}, the spec says {now}")

@@ -392,6 +392,33 @@ def failover(
         raise typer.Exit(1)
 
 
+@app.command("switch-stream")
+def switch_stream_command(
+    stream: Annotated[str, typer.Argument(help="The catalog stream.")],
+    to: Annotated[str, typer.Option("--to", help="failover (its mirror) or primary.")] = "failover",
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the registry's history.")] = "",
+    user: UserOpt = "",
+    state_dir: StateOpt = None,
+) -> None:
+    """Serve a catalog stream from its failover Kafka cluster (or its primary again) and restart its daggers there,
+    each resuming its checkpoint (platform engineers)."""
+    from jobs.kafka_failover import switch_stream
+
+    if to not in ("failover", "primary"):
+        console.print(f"[red]--to: {to!r} is neither failover nor primary[/]")
+        raise typer.Exit(2)
+    actor = user or _login()
+    with _daggers(state_dir) as daggers:
+        done = switch_stream(
+            daggers, stream, actor, reason or f"requested by {actor}", "failover" if to == "failover" else "primary"
+        )
+    console.print(f"stream {stream} served from {done.bootstrap_servers}; moved: {', '.join(done.moved) or 'none'}")
+    for name, why in done.failed.items():
+        console.print(f"[red]{name}[/]: did not move: {why}", highlight=False)
+    if not done.ok:
+        raise typer.Exit(1)
+
+
 @app.command("list")
 def list_daggers(
     team: Annotated[str | None, typer.Option("--team", help="Only this team's.")] = None,

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from jobs.failover import MOVED, fail_over, is_down
 from jobs.health import LEVEL, SIGNALS, DaggerHealth, HealthPolicy, Observation, judge
+from jobs.kafka_failover import Side, reachable, readers, switch_stream
 from jobs.lifecycle import Daggers, DeployError
 from jobs.sinks.influx import escape_key
 from jobs.status import read_status, status_path
@@ -52,9 +53,21 @@ class ClusterEntry(BaseModel):
     failed_over_to: str | None = None
 
 
+class StreamEntry(BaseModel):
+    """A catalog stream with a failover Kafka cluster, read by checked daggers: is the cluster serving it up?"""
+
+    name: str
+    serving: Side
+    bootstrap_servers: str
+    reachable: bool
+    down_checks: int = 0
+    switched_to: Side | None = None
+
+
 class HealthReport(BaseModel):
     checked_at: datetime
     clusters: list[ClusterEntry] = Field(default_factory=list)
+    streams: list[StreamEntry] = Field(default_factory=list)
     daggers: list[DaggerHealth] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)  # what the check did, in words, in order
     alerts: list[AlertRecord] = Field(default_factory=list)  # firing, as Alertmanager's receiver recorded them
@@ -216,7 +229,13 @@ class Checkup:
         verdicts = self._judge_all(clusters, previous)
         alerts = [a for a in self.registry.alerts() if self.teams is None or a.team in self.teams]
         entries = [_entry(r, h, previous) for r, h in clusters.values()]
-        report = HealthReport(checked_at=datetime.now(UTC), clusters=entries, daggers=verdicts, alerts=alerts)
+        report = HealthReport(
+            checked_at=datetime.now(UTC),
+            clusters=entries,
+            streams=self._streams(previous),
+            daggers=verdicts,
+            alerts=alerts,
+        )
         if heal:
             self._heal(report, verdicts)
         if record:
@@ -225,10 +244,37 @@ class Checkup:
             self.say(f"health report {path}")
         return report
 
+    def _streams(self, previous: HealthReport | None) -> list[StreamEntry]:
+        entries = []
+        earlier = {s.name: s for s in previous.streams} if previous else {}
+        for stream in self.registry.streams():
+            if not stream.failover_bootstrap_servers:
+                continue
+            read = [d for d in readers(self.daggers, stream.name) if self.teams is None or d.team in self.teams]
+            if not read:
+                continue
+            up = reachable(stream.serving_bootstrap_servers)
+            before = earlier.get(stream.name)
+            entries.append(
+                StreamEntry(
+                    name=stream.name,
+                    serving="failover" if stream.on_failover else "primary",
+                    bootstrap_servers=stream.serving_bootstrap_servers,
+                    reachable=up,
+                    down_checks=0 if up else (before.down_checks if before else 0) + 1,
+                )
+            )
+        return entries
+
     def _heal(self, report: HealthReport, verdicts: list[DaggerHealth]) -> None:
         act = report.actions.append
+        switched = self._switch_streams(report)
         moved = self._fail_over(report)
-        restarts = [v for v in verdicts if v.action == "restart" and (v.team, v.cluster) not in moved]
+        restarts = [
+            v
+            for v in verdicts
+            if v.action == "restart" and (v.team, v.cluster) not in moved and v.qualified_name not in switched
+        ]
         for v in restarts:  # before any cluster heal brings back a worker a master would relaunch them on
             act(f"{v.qualified_name}: ended its driver ({self.daggers.end_driver(v.team, v.name, ACTOR)})")
         for entry in report.clusters:
@@ -253,6 +299,27 @@ class Checkup:
             if v.action == "give_up":
                 self._give_up(v)
                 act(f"{v.qualified_name}: crashlooping, paged ({'; '.join(v.reasons)})")
+
+    def _switch_streams(self, report: HealthReport) -> set[str]:
+        """Streams whose primary Kafka cluster stayed unreachable switch to their mirror when it answers
+        (jobs/kafka_failover.py), their daggers restarted there; the daggers switched (team/name)."""
+        switched: set[str] = set()
+        for entry in report.streams:
+            if entry.serving != "primary" or entry.down_checks < self.policy.kafka_failover_after_checks:
+                continue
+            stream = self.registry.stream(entry.name)
+            if stream is None or not stream.failover_bootstrap_servers:
+                continue
+            if not reachable(stream.failover_bootstrap_servers):
+                report.actions.append(f"stream {entry.name}: primary and failover Kafka clusters both unreachable")
+                continue
+            reason = f"its Kafka cluster {entry.bootstrap_servers} unreachable for {entry.down_checks} checks"
+            done = switch_stream(self.daggers, entry.name, ACTOR, reason, authorize=False)
+            entry.switched_to = "failover"
+            switched.update(done.moved, done.failed)
+            report.actions += [f"{name}: moved to the failover Kafka cluster ({reason})" for name in done.moved]
+            report.actions += [f"{name}: failover to the mirror failed: {why}" for name, why in done.failed.items()]
+        return switched
 
     def _fail_over(self, report: HealthReport) -> set[tuple[str, str | None]]:
         """Clusters down for `failover_after_checks` checks, of teams that allow it: their daggers move to another

@@ -49,6 +49,12 @@ class HealthPolicy(BaseModel):
         0.2, gt=0, lt=1, description="Processed rate below this share of the dagger's normal, with input waiting."
     )
     spike_ratio: float = Field(0.01, gt=0, description="Malformed or late events above this share of those read.")
+    kafka_failover_after_checks: int = Field(
+        2,
+        ge=1,
+        description="A catalog stream's Kafka cluster unreachable this many checks in a row switches the stream to "
+        "its failover mirror (when it has one that answers) and restarts its daggers there.",
+    )
     failover_after_checks: int = Field(
         2,
         ge=1,

@@ -36,6 +36,7 @@ from jobs.predicates import Predicate
 from jobs.protobuf import ROWTIME, Computed, Decoder, find_message
 from jobs.spec import StreamSpec
 from odin import team_secrets
+from odin.kafka_ends import fetched_end
 
 FORMAT = "dagger_kafka"
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
@@ -211,27 +212,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._consumer
 
     def _true_end(self, tp: TopicPartition, low: int, reported: int) -> int:
-        """The partition's end. Brokers that under-report the high watermark (Tansu) still return the right one
-        with fetched data, so fetch from the last reported offset and read the watermark that came with it (a
-        fetch that finds only a transaction marker returns no record, but the watermark all the same)."""
+        """The partition's end: the reported one, or one fetched where brokers under-report it (odin/kafka_ends.py)."""
         if reported <= low or self._probe is False:
             return reported
-        c = self.consumer
-        c.assign([TopicPartition(tp.topic, tp.partition, max(low, reported - 1))])
-        end = reported
-        try:
-            deadline = time.monotonic() + METADATA_TIMEOUT_S
-            while time.monotonic() < deadline:
-                msgs = c.consume(1, timeout=PROBE_POLL_S)
-                end = max(end, *(m.offset() + 1 for m in msgs if m.error() is None), 0)
-                fetched = c.get_watermark_offsets(tp, cached=True)[1]
-                if msgs or fetched >= 0:
-                    end = max(end, fetched)
-                    break
-            else:
-                raise KafkaException(f"{tp.topic}[{tp.partition}]: no fetch answered within {METADATA_TIMEOUT_S:.0f}s")
-        finally:
-            c.unassign()
+        end = fetched_end(self.consumer, tp, low, reported, METADATA_TIMEOUT_S)
         if self._probe is None:  # auto: any under-report means probing stays on; agreement must be seen repeatedly
             if end != reported:
                 self._probe = True

@@ -218,6 +218,14 @@ def health_tables(report: HealthReport) -> list[Table]:
             "; ".join(d.reasons) or "-",
         )
     tables = [clusters, daggers]
+    if report.streams:
+        streams = Table(title=f"{len(report.streams)} stream(s) with a failover cluster", title_justify="left")
+        for col in ("stream", "serving", "bootstrap servers", "reachable", "down checks", "switched to"):
+            streams.add_column(col)
+        for s in report.streams:
+            up = "[green]yes[/]" if s.reachable else "[red]no[/]"
+            streams.add_row(s.name, s.serving, s.bootstrap_servers, up, str(s.down_checks), s.switched_to or "-")
+        tables.append(streams)
     if report.alerts:
         alerts = Table(title=f"{len(report.alerts)} alert(s) firing", title_justify="left")
         for col in ("since", "alert", "severity", "subject", "receiver"):

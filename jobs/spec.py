@@ -73,6 +73,12 @@ class Model(BaseModel):
 
 class KafkaSettings(Model):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port].")
+    cluster: str | None = Field(
+        None,
+        pattern=SLUG,
+        description="The catalog's name of the Kafka cluster (set from the catalog for a `stream`): its failover "
+        "mirror keeps the same offsets, so a checkpoint made on one resumes on the other.",
+    )
     start: Literal["earliest", "latest"] = Field("earliest", description="Where a new dagger starts reading.")
     max_events_per_trigger: int | None = Field(
         200_000, ge=1, description="At most this many events per micro-batch (all partitions together)."
@@ -148,7 +154,10 @@ class CatalogEntry(Protocol):
 
     topics: list[str]
     proto: str
-    bootstrap_servers: str
+    kafka_cluster: str
+
+    @property
+    def serving_bootstrap_servers(self) -> str: ...
 
 
 class LogSink(Model):
@@ -295,7 +304,9 @@ def resolve_streams(spec: DaggerSpec, lookup: Callable[[str], CatalogEntry | Non
                 errors.append(
                     f"streams.{i}.{field}: {given!r} is not the catalog's {known!r} for {s.stream}; leave it out"
                 )
-        kafka = s.kafka.model_copy(update={"bootstrap_servers": entry.bootstrap_servers})
+        kafka = s.kafka.model_copy(
+            update={"bootstrap_servers": entry.serving_bootstrap_servers, "cluster": entry.kafka_cluster}
+        )
         streams.append(s.model_copy(update={"topics": list(entry.topics), "proto": entry.proto, "kafka": kafka}))
     if errors:
         raise SpecError("\n".join(errors))

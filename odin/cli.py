@@ -465,6 +465,32 @@ def cluster_list(
     console.print(_cluster_table(records, f"clusters ({env})"))
 
 
+@app.command()
+def mirror(
+    topics: Annotated[list[str], typer.Argument(help="Topics to mirror (each keeps its name and offsets).")],
+    source: Annotated[str, typer.Option("--from", help="The primary Kafka cluster's bootstrap servers.")],
+    target: Annotated[str, typer.Option("--to", help="The mirror cluster's bootstrap servers.")],
+) -> None:
+    """Copy topics into a failover cluster, keeping every partition's offsets, until SIGTERM or Ctrl-C."""
+    import signal
+    import threading
+
+    from odin.mirror import Mirror, MirrorError
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    job = Mirror(source, target, topics, say=lambda m: console.print(m, highlight=False))
+    try:
+        job.run(stop)
+    except KeyboardInterrupt:
+        pass
+    except MirrorError as e:
+        raise _fail(str(e), code=1) from None
+    finally:
+        job.close()
+    console.print(f"mirror stopped: {job.stats.copied:,} record(s) copied")
+
+
 def _progress(status: Status, message: str) -> None:
     status.update(f"[bold]odin[/] {message}")
     if message.startswith(("terraform plan", "  ")):

@@ -32,6 +32,11 @@ class KafkaCluster(BaseModel):
         default_factory=dict,
         description="Bootstrap servers per Odin environment; an environment not listed uses its own Kafka broker.",
     )
+    failover_bootstrap_servers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per Odin environment, the cluster's failover: a mirror fed by `odin mirror`, which keeps every "
+        "partition's offsets, so daggers switch to it and resume their checkpoints when this cluster is down.",
+    )
 
 
 class CatalogStream(BaseModel):
@@ -95,6 +100,9 @@ class Catalog(BaseModel):
         """Where the stream's Kafka cluster is in `environment`; `environment_kafka` is that environment's own
         broker (Odin's kafka_broker node), used when the catalog names none."""
         return self.kafka_clusters[stream.kafka_cluster].bootstrap_servers.get(environment, environment_kafka)
+
+    def failover_bootstrap_servers(self, stream: CatalogStream, environment: str) -> str | None:
+        return self.kafka_clusters[stream.kafka_cluster].failover_bootstrap_servers.get(environment)
 
 
 def load(path: Path = CATALOG_FILE) -> Catalog:

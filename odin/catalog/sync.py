@@ -48,11 +48,15 @@ def sync(
     results = []
     for stream in sorted(catalog.all_streams(), key=lambda s: s.perf_twin_of is not None):  # twins after originals
         bootstrap = catalog.bootstrap_servers(stream, environment, environment_kafka)
-        results.append(_sync_stream(registry, stream, bootstrap, Schema.of(stream.proto, sets), actor))
+        failover = catalog.failover_bootstrap_servers(stream, environment)
+        results.append(_sync_stream(registry, stream, (bootstrap, failover), Schema.of(stream.proto, sets), actor))
     return results
 
 
-def _sync_stream(registry: Registry, stream: CatalogStream, bootstrap: str, schema: Schema, actor: str) -> StreamSync:
+def _sync_stream(
+    registry: Registry, stream: CatalogStream, servers: tuple[str, str | None], schema: Schema, actor: str
+) -> StreamSync:
+    bootstrap, failover = servers
     subject = f"stream:{stream.name}"
     known = registry.stream(stream.name)
     versions = registry.schema_versions(stream.name) if known else []
@@ -64,6 +68,7 @@ def _sync_stream(registry: Registry, stream: CatalogStream, bootstrap: str, sche
             description=stream.description,
             kafka_cluster=stream.kafka_cluster,
             bootstrap_servers=bootstrap,
+            failover_bootstrap_servers=failover,
             topics=stream.topics,
             proto=stream.proto,
             perf_twin_of=stream.perf_twin_of,
@@ -81,7 +86,8 @@ def _sync_stream(registry: Registry, stream: CatalogStream, bootstrap: str, sche
         return StreamSync(stream.name, "added", version)
 
     if current.fingerprint == schema.fingerprint and current.proto == schema.proto:
-        if known == record(known.schema_version).model_copy(update={"updated_at": known.updated_at}):
+        same = {"updated_at": known.updated_at, "on_failover": known.on_failover}  # a failover is not the catalog's
+        if known == record(known.schema_version).model_copy(update=same):
             return StreamSync(stream.name, "unchanged", known.schema_version)
         with registry.action(actor, "catalog_update", subject, topics=stream.topics, bootstrap=bootstrap):
             registry.put_stream(record(known.schema_version))

@@ -59,11 +59,20 @@ class StreamRecord(Record):
     kafka_cluster: str
     bootstrap_servers: str
     topics: list[str]
+    failover_bootstrap_servers: str | None = None
+    on_failover: bool = False  # set by a failover only (Registry.set_stream_failover), never by a catalog sync
     proto: str
     schema_version: int
     description: str = ""
     perf_twin_of: str | None = None
     updated_at: datetime | None = None
+
+    @property
+    def serving_bootstrap_servers(self) -> str:
+        """Where daggers read it now: the mirror once the stream failed over."""
+        if self.on_failover and self.failover_bootstrap_servers:
+            return self.failover_bootstrap_servers
+        return self.bootstrap_servers
 
 
 class SchemaVersion(Record):

@@ -74,6 +74,10 @@ streams = Table(
     Column("description", Text, nullable=False, server_default=""),
     Column("kafka_cluster", String(63), nullable=False),
     Column("bootstrap_servers", Text, nullable=False),
+    # its Kafka cluster's failover: a mirror that keeps every partition's offsets (odin/mirror.py); `on_failover`:
+    # daggers read from the mirror since the primary went down (jobs/kafka_failover.py)
+    Column("failover_bootstrap_servers", Text, nullable=True),
+    Column("on_failover", Boolean, nullable=False, server_default=false()),
     Column("topics", JSONB, nullable=False),
     Column("proto", String(255), nullable=False),
     Column("perf_twin_of", String(63), ForeignKey("streams.name"), nullable=True),

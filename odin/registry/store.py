@@ -188,7 +188,11 @@ class Registry:
     # -- streams and their schemas -----------------------------------------------------------------------------
 
     def put_stream(self, stream: StreamRecord) -> None:
-        self._upsert(streams, stream, ("name",), exclude={"updated_at"})
+        self._upsert(streams, stream, ("name",), exclude={"updated_at", "on_failover"})
+
+    def set_stream_failover(self, name: str, on: bool) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(streams).where(streams.c.name == name).values(on_failover=on, updated_at=func.now()))
 
     def stream(self, name: str) -> StreamRecord | None:
         return next(iter(self._all(StreamRecord, select(streams).where(streams.c.name == name))), None)
