@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Producer
 
+from jobs.checkpoint import Identity, StreamIdentity, differences
 from jobs.generator import booking_logs, produce
 from jobs.healing import Checkup
 from jobs.health import HealthPolicy
@@ -48,6 +49,18 @@ def two_brokers() -> Iterator[tuple[Stack, Stack]]:
         finally:
             for stack in stacks:
                 stack.down()
+
+
+def test_a_checkpoint_resumes_on_the_mirror_of_its_catalog_cluster_and_nowhere_else() -> None:
+    def made_for(servers: str, cluster: str | None) -> Identity:
+        stream = StreamIdentity(table="t", bootstrap_servers=servers, topics=["a"], proto="p.M", offsets=cluster)
+        return Identity(dagger="x.y", streams=[stream], state=[], state_store="memory", spec_version="0")
+
+    assert differences(made_for("primary:9092", "mainstream"), made_for("mirror:9092", "mainstream")) == []
+    moved = differences(made_for("primary:9092", None), made_for("mirror:9092", None))  # not a catalog stream
+    assert moved == ["stream t: it was made for bootstrap_servers primary:9092, the spec says mirror:9092"]
+    other = differences(made_for("primary:9092", "mainstream"), made_for("mirror:9092", "other"))
+    assert other and "bootstrap_servers" in other[0]
 
 
 def _bootstrap(stack: Stack) -> str:
