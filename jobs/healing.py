@@ -314,7 +314,11 @@ class Checkup:
                 report.actions.append(f"stream {entry.name}: primary and failover Kafka clusters both unreachable")
                 continue
             reason = f"its Kafka cluster {entry.bootstrap_servers} unreachable for {entry.down_checks} checks"
-            done = switch_stream(self.daggers, entry.name, ACTOR, reason, authorize=False)
+            try:
+                done = switch_stream(self.daggers, entry.name, ACTOR, reason, authorize=False)
+            except Refused as e:
+                report.actions.append(f"stream {entry.name}: no failover: {e}")
+                continue
             entry.switched_to = "failover"
             switched.update(done.moved, done.failed)
             report.actions += [f"{name}: moved to the failover Kafka cluster ({reason})" for name in done.moved]
