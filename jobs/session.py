@@ -176,8 +176,8 @@ def exception_text(exc: BaseException) -> str:
     if isinstance(exc, Py4JJavaError):
         try:
             return str(exc)
-        except Exception:
-            return f"{type(exc).__name__}: {exc.errmsg}"
+        except Exception as gone:  # the JVM did not answer: say so, it is why the Java message is missing
+            return f"{type(exc).__name__}: {exc.errmsg.strip()} (the JVM did not answer: {gone})"
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return exc.args[0].str()
     return str(exc)

@@ -250,6 +250,10 @@ class Stack:
         nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         result = self._playbook("stop.yml", nodes, None, progress) if nodes else None
+        if only and result is not None and result.ok:
+            # stopped on purpose: no longer part of the environment's health until an `up` converges them again
+            applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
+            applied.model_copy(update={"services": applied.services - only}).save(self.state_dir, self.environment)
         if purge and (result is None or result.ok):
             applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
             spec = StackSpec(

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
-from py4j.protocol import Py4JNetworkError
+from py4j.protocol import Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
 from jobs.engine import preview
@@ -241,6 +241,18 @@ def test_root_causes_are_found_in_sparks_exceptions() -> None:
     assert str(direct) == "SinkError: kafka sink: sink.password_env names DAGGER_X, which is not set"
 
 
+def _java_error_of_a_gone_jvm() -> Py4JJavaError:
+    class GoneGateway:
+        def send_command(self, _command: str) -> str:
+            raise Py4JNetworkError("Answer from Java side is empty")
+
+    class JavaException:
+        _target_id = "o239"
+        _gateway_client = GoneGateway()
+
+    return Py4JJavaError("An error occurred while calling o238.stop.\n", JavaException())
+
+
 def test_a_stop_signal_hides_no_failure_of_the_daggers_own() -> None:
     """What the signal does to Spark's JVM and workers is a clean stop; what our code raised is a failure, even then."""
     by_signal = [
@@ -250,6 +262,7 @@ def test_a_stop_signal_hides_no_failure_of_the_daggers_own() -> None:
         Captured(WORKER_KILLED),
         Captured("[STREAM_FAILED] ... terminated with exception: Job 12 cancelled because SparkContext was shut down"),
         Captured(CALLBACK_LOST_JVM),  # our foreachBatch function's call into Spark, as the JVM went down
+        _java_error_of_a_gone_jvm(),  # query.stop() as the JVM shut down: its Java exception cannot be read
     ]
     ours = [
         Captured(SINK_FAILED),

@@ -190,6 +190,19 @@ def test_scaling_down_stops_the_removed_workers(full_stack: tuple[Stack, list[st
     assert "1 worker(s) alive" in master.health.detail
 
 
+def test_services_stopped_on_purpose_are_not_reported_down(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    r = odin("down", *flags[:2], "--only", "vmalert,alertmanager")
+    assert r.returncode == 0, r.stdout + r.stderr
+    status = odin("status", *flags[:2])
+    assert status.returncode == 0, status.stdout
+    stopped = {n.role: n.managed for n in stack.status() if n.role in ("vmalert", "alertmanager")}
+    assert stopped == {"vmalert": False, "alertmanager": False}
+    r = odin("up", *flags[:2], "--only", "vmalert")  # brings back what vmalert needs too
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(n.ok and n.managed for n in stack.status())
+
+
 def test_down_leaves_no_process_behind(full_stack: tuple[Stack, list[str]]) -> None:
     stack, flags = full_stack
     groups = [pid for pid in pids(stack).values() if pid]
