@@ -10,7 +10,7 @@ UV_VERSION := 0.13.9
 BUF_VERSION := 1.75.0
 BUF := .local/npm/node_modules/.bin/buf
 STAMPS := .local/stamps
-APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 postgresql-client-15 zookeeper chromium chromium-driver prometheus-alertmanager
+APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 postgresql-client-15 zookeeper chromium chromium-driver prometheus-alertmanager iptables stress-ng
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROTOS := $(shell find protos -name '*.proto')
 

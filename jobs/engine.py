@@ -251,3 +251,15 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
         df.where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()
+
+
+def batch_over(plan: DaggerPlan, spark: SparkSession, payloads: list[list[bytes]]) -> pa.Table:
+    """The query as a batch over exactly these events (one list of serialized messages per stream), decoded as the
+    dagger's reader decodes them: what the dagger must output for them. Loki's ground truth."""
+    _prepare(spark)
+    for i, sp in enumerate(plan.streams):
+        decoder = _source_options(plan, i, None).decoder()
+        batches = [decoder.decode(payloads[i][n : n + 50_000]).batch for n in range(0, len(payloads[i]), 50_000)]
+        table = pa.Table.from_batches(batches or [decoder.decode([]).batch])
+        spark.createDataFrame(table).where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
+    return spark.sql(plan.query.spark_sql).toArrow()

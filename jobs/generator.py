@@ -42,7 +42,7 @@ M = TypeVar("M", bound=Message)
 API_PATHS = ("/v1/bookings", "/v1/estimate", "/v1/drivers/nearby", "/v1/payments", "/v1/profile")
 
 
-def _stamp(ts: Timestamp, seconds: float) -> None:
+def stamp(ts: Timestamp, seconds: float) -> None:
     ts.seconds = int(seconds)
     ts.nanos = round((seconds - int(seconds)) * 1e6) * 1000  # microsecond precision, as Spark keeps
 
@@ -62,77 +62,85 @@ def _timed(
     t0 = (start or DEFAULT_START).timestamp()
     for i in range(n):
         msg = make(rng, i)
-        _stamp(msg.event_timestamp, t0 + i / rate)
+        stamp(msg.event_timestamp, t0 + i / rate)
         yield msg
+
+
+def booking(
+    rng: random.Random, i: int, *, seed: int = 0, customers: int = 5000, cities: tuple[City, ...] = CITIES
+) -> booking_log_pb2.BookingLog:
+    """The `i`-th booking of a generator seeded `seed` (event time not set)."""
+    city = rng.choice(cities)
+    service = rng.choice(SERVICE_TYPES)
+    lat, long = _point(rng, city)
+    drop_lat, drop_long = _point(rng, city)
+    status = rng.choice(BOOKING_STATUSES)
+    return booking_log_pb2.BookingLog(
+        order_number=f"ORD-{seed}-{i}",
+        status=status,
+        service_type=service,
+        vehicle_type=VEHICLE_FOR[service],
+        city_id=city.city_id,
+        customer_id=f"C{rng.randrange(customers)}",
+        driver_id="" if status in ("CREATED", "NO_DRIVER_FOUND") else f"D{rng.randrange(customers // 2)}",
+        lat=lat,
+        long=long,
+        pickup_location=common_pb2.Location(latitude=lat, longitude=long),
+        dropoff_location=common_pb2.Location(latitude=drop_lat, longitude=drop_long),
+        total_fare=round(rng.uniform(8_000, 90_000), 0),
+        surge_factor=rng.choice((1.0, 1.0, 1.0, 1.2, 1.5)),
+        payment_type=rng.choice(("CASH", "WALLET", "CARD")),
+        tags=rng.sample(("promo", "new_user", "airport", "priority"), k=rng.randrange(3)),
+        metadata={"app_version": rng.choice(("4.1.0", "4.2.1"))},
+    )
+
+
+def ping(
+    rng: random.Random, _i: int, *, seed: int = 0, drivers: int = 2000, cities: tuple[City, ...] = CITIES
+) -> driver_location_pb2.DriverLocationPing:
+    city = rng.choice(cities)
+    service = rng.choice(SERVICE_TYPES)
+    lat, long = _point(rng, city)
+    return driver_location_pb2.DriverLocationPing(
+        driver_id=f"D{rng.randrange(drivers)}",
+        latitude=lat,
+        longitude=long,
+        driver_location=common_pb2.Location(latitude=lat, longitude=long),
+        driver_status=rng.choice(DRIVER_STATUSES),
+        service_type=service,
+        vehicle_type=VEHICLE_FOR[service],
+        city_id=city.city_id,
+        accuracy_meters=round(rng.uniform(3, 30), 1),
+        speed_kmh=round(rng.uniform(0, 60), 1),
+        bearing_degrees=round(rng.uniform(0, 360), 1),
+    )
+
+
+def request(rng: random.Random, _i: int, *, seed: int = 0) -> api_log_pb2.ApiLog:
+    return api_log_pb2.ApiLog(
+        path=rng.choice(API_PATHS),
+        method=rng.choice(("GET", "GET", "POST")),
+        status_code=rng.choices((200, 201, 400, 404, 500, 503), weights=(70, 10, 8, 6, 4, 2))[0],
+        latency_ms=round(rng.lognormvariate(3.5, 0.8), 2),
+    )
 
 
 def booking_logs(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0, customers: int = 5000
 ) -> Iterator[booking_log_pb2.BookingLog]:
-    def booking(rng: random.Random, i: int) -> booking_log_pb2.BookingLog:
-        city = rng.choice(CITIES)
-        service = rng.choice(SERVICE_TYPES)
-        lat, long = _point(rng, city)
-        drop_lat, drop_long = _point(rng, city)
-        status = rng.choice(BOOKING_STATUSES)
-        return booking_log_pb2.BookingLog(
-            order_number=f"ORD-{seed}-{i}",
-            status=status,
-            service_type=service,
-            vehicle_type=VEHICLE_FOR[service],
-            city_id=city.city_id,
-            customer_id=f"C{rng.randrange(customers)}",
-            driver_id="" if status in ("CREATED", "NO_DRIVER_FOUND") else f"D{rng.randrange(customers // 2)}",
-            lat=lat,
-            long=long,
-            pickup_location=common_pb2.Location(latitude=lat, longitude=long),
-            dropoff_location=common_pb2.Location(latitude=drop_lat, longitude=drop_long),
-            total_fare=round(rng.uniform(8_000, 90_000), 0),
-            surge_factor=rng.choice((1.0, 1.0, 1.0, 1.2, 1.5)),
-            payment_type=rng.choice(("CASH", "WALLET", "CARD")),
-            tags=rng.sample(("promo", "new_user", "airport", "priority"), k=rng.randrange(3)),
-            metadata={"app_version": rng.choice(("4.1.0", "4.2.1"))},
-        )
-
-    return _timed(n, seed, start, rate, booking)
+    return _timed(n, seed, start, rate, lambda rng, i: booking(rng, i, seed=seed, customers=customers))
 
 
 def driver_pings(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0, drivers: int = 2000
 ) -> Iterator[driver_location_pb2.DriverLocationPing]:
-    def ping(rng: random.Random, _i: int) -> driver_location_pb2.DriverLocationPing:
-        city = rng.choice(CITIES)
-        service = rng.choice(SERVICE_TYPES)
-        lat, long = _point(rng, city)
-        return driver_location_pb2.DriverLocationPing(
-            driver_id=f"D{rng.randrange(drivers)}",
-            latitude=lat,
-            longitude=long,
-            driver_location=common_pb2.Location(latitude=lat, longitude=long),
-            driver_status=rng.choice(DRIVER_STATUSES),
-            service_type=service,
-            vehicle_type=VEHICLE_FOR[service],
-            city_id=city.city_id,
-            accuracy_meters=round(rng.uniform(3, 30), 1),
-            speed_kmh=round(rng.uniform(0, 60), 1),
-            bearing_degrees=round(rng.uniform(0, 360), 1),
-        )
-
-    return _timed(n, seed, start, rate, ping)
+    return _timed(n, seed, start, rate, lambda rng, i: ping(rng, i, seed=seed, drivers=drivers))
 
 
 def api_logs(
     n: int, *, seed: int = 0, start: datetime | None = None, rate: float = 1000.0
 ) -> Iterator[api_log_pb2.ApiLog]:
-    def request(rng: random.Random, _i: int) -> api_log_pb2.ApiLog:
-        return api_log_pb2.ApiLog(
-            path=rng.choice(API_PATHS),
-            method=rng.choice(("GET", "GET", "POST")),
-            status_code=rng.choices((200, 201, 400, 404, 500, 503), weights=(70, 10, 8, 6, 4, 2))[0],
-            latency_ms=round(rng.lognormvariate(3.5, 0.8), 2),
-        )
-
-    return _timed(n, seed, start, rate, request)
+    return _timed(n, seed, start, rate, lambda rng, i: request(rng, i, seed=seed))
 
 
 def produce(

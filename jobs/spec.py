@@ -31,7 +31,7 @@ ENV_VAR = r"^[A-Z_][A-Z0-9_]*$"
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
 
 
-def _parse_duration(value: Any) -> Any:
+def parse_duration(value: Any) -> Any:
     """'60s', '500ms', '5m', '1h' or a number of seconds."""
     if isinstance(value, str):
         m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)\s*", value)
@@ -47,7 +47,7 @@ DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*(ms|s|min|m|h)\s*$"
 
 
 def _duration_schema(schema: dict[str, Any]) -> None:
-    """What _parse_duration takes, not pydantic's ISO 8601 `format: duration` (forms and API clients check it)."""
+    """What parse_duration takes, not pydantic's ISO 8601 `format: duration` (forms and API clients check it)."""
     schema.pop("format", None)
     if isinstance(schema.get("default"), str):  # pydantic writes a timedelta default in ISO 8601 (PT1M)
         schema["default"] = _format_duration(TypeAdapter(timedelta).validate_python(schema["default"]))
@@ -61,7 +61,7 @@ def _format_duration(value: timedelta) -> str:
 
 Duration = Annotated[
     timedelta,
-    BeforeValidator(_parse_duration),
+    BeforeValidator(parse_duration),
     PlainSerializer(_format_duration, return_type=str),
     Field(json_schema_extra=_duration_schema),
 ]

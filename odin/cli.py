@@ -19,7 +19,7 @@ from rich.table import Table
 from jobs.spec import SLUG, format_errors
 from odin.access import require_member
 from odin.alerting.routing import RoutingError, team_receiver
-from odin.catalog import CatalogError
+from odin.catalog import PERF_SUFFIX, CatalogError
 from odin.catalog.schemas import BufError
 from odin.catalog.sync import StreamSync
 from odin.cluster.lifecycle import ClusterError, ClusterReport, Clusters
@@ -467,19 +467,40 @@ def cluster_list(
 
 @app.command()
 def mirror(
-    topics: Annotated[list[str], typer.Argument(help="Topics to mirror (each keeps its name and offsets).")],
-    source: Annotated[str, typer.Option("--from", help="The primary Kafka cluster's bootstrap servers.")],
-    target: Annotated[str, typer.Option("--to", help="The mirror cluster's bootstrap servers.")],
+    topics: Annotated[list[str] | None, typer.Argument(help="Topics to mirror (each keeps its offsets).")] = None,
+    source: Annotated[str | None, typer.Option("--from", help="The source Kafka cluster's bootstrap servers.")] = None,
+    target: Annotated[str | None, typer.Option("--to", help="The target Kafka cluster's bootstrap servers.")] = None,
+    suffix: Annotated[str, typer.Option("--suffix", help="Name each copy <topic><suffix>.")] = "",
+    perf: Annotated[
+        str | None,
+        typer.Option(
+            "--perf", help="A catalog stream: copy it into its -perf twin (clusters and topics from the catalog)."
+        ),
+    ] = None,
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
 ) -> None:
-    """Copy topics into a failover cluster, keeping every partition's offsets, until SIGTERM or Ctrl-C."""
+    """Copy topics into another cluster, keeping every partition's offsets, until SIGTERM or Ctrl-C: into a failover
+    cluster (same names), or a data stream into its perf stream (--perf STREAM)."""
     import signal
     import threading
 
     from odin.mirror import Mirror, MirrorError
 
+    if perf:
+        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+        try:
+            stream, twin = registry.stream(perf), registry.stream(f"{perf}{PERF_SUFFIX}")
+        finally:
+            registry.close()
+        if stream is None or twin is None or stream.perf_twin_of:
+            raise _fail(f"--perf: {perf!r} is not a data stream of the catalog (odin catalog list)")
+        source, target, topics, suffix = stream.bootstrap_servers, twin.bootstrap_servers, stream.topics, PERF_SUFFIX
+    if not (topics and source and target):
+        raise _fail("give TOPIC... with --from and --to, or --perf STREAM")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    job = Mirror(source, target, topics, say=lambda m: console.print(m, highlight=False))
+    job = Mirror(source, target, topics, suffix=suffix, say=lambda m: console.print(m, highlight=False))
     try:
         job.run(stop)
     except KeyboardInterrupt:

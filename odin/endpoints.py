@@ -8,25 +8,32 @@ from pathlib import Path
 from typing import Any
 
 Node = dict[str, Any]
+DATA_BROKER, PERF_BROKER = "kafka-broker", "kafka-perf"  # the local environment's two Kafka clusters (one node each)
 
 
 @dataclass(frozen=True)
 class Endpoints:
     nodes: dict[str, Node]
 
-    def _node(self, role: str) -> Node:
+    def _node(self, role: str, name: str | None = None) -> Node:
         for node in self.nodes.values():
-            if node["role"] == role:
+            if node["role"] == role and name in (None, node["name"]):
                 return node
-        raise LookupError(f"no {role} node in this environment; run `odin up` first")
+        raise LookupError(f"no {name or role} node in this environment; run `odin up` first")
 
-    def _addr(self, role: str, port: str) -> str:
-        n = self._node(role)
+    def _addr(self, role: str, port: str, name: str | None = None) -> str:
+        n = self._node(role, name)
         return f"{n['host']}:{n['ports'][port]}"
 
     @property
     def kafka_bootstrap(self) -> str:
-        return self._addr("kafka_broker", "kafka")
+        """The environment's data streams' broker."""
+        return self._addr("kafka_broker", "kafka", DATA_BROKER)
+
+    @property
+    def perf_kafka_bootstrap(self) -> str:
+        """The perf cluster's broker: perf streams only, so Loki's broker faults harm no data stream."""
+        return self._addr("kafka_broker", "kafka", PERF_BROKER)
 
     @property
     def victoria_metrics_url(self) -> str:

@@ -44,9 +44,11 @@ class Mirror:
         topics: list[str],
         *,
         batch: int = 10_000,
+        suffix: str = "",
         say: Callable[[str], None] | None = None,
     ) -> None:
-        self.source, self.target, self.topics, self.batch = source, target, topics, batch
+        """`suffix`: each topic's copy is named `<topic><suffix>` (`-perf`: a data stream into its perf twin)."""
+        self.source, self.target, self.topics, self.batch, self.suffix = source, target, topics, batch, suffix
         self.say = say or (lambda _m: None)
         self.stats = MirrorStats()
         base = {"socket.timeout.ms": int(TIMEOUT_S * 1000)}
@@ -70,12 +72,17 @@ class Mirror:
         admin = AdminClient({"bootstrap.servers": self.target})
         existing = admin.list_topics(timeout=TIMEOUT_S).topics
         for topic, count in partitions.items():
-            if topic in existing and len(existing[topic].partitions) != count:
+            copy = topic + self.suffix
+            if copy in existing and len(existing[copy].partitions) != count:
                 raise MirrorError(
-                    f"topic {topic} has {len(existing[topic].partitions)} partition(s) on {self.target} and {count} on "
+                    f"topic {copy} has {len(existing[copy].partitions)} partition(s) on {self.target} and {count} on "
                     f"{self.source}: offsets cannot be kept; delete it on {self.target} and mirror again"
                 )
-        new = [NewTopic(t, num_partitions=n) for t, n in partitions.items() if t not in existing]
+        new = [
+            NewTopic(t + self.suffix, num_partitions=n)
+            for t, n in partitions.items()
+            if t + self.suffix not in existing
+        ]
         for topic, future in admin.create_topics(new).items() if new else ():
             try:
                 future.result()
@@ -86,11 +93,11 @@ class Mirror:
         try:
             for topic, count in partitions.items():
                 for p in range(count):
-                    tp = TopicPartition(topic, p)
+                    tp = TopicPartition(topic + self.suffix, p)
                     low, high = probe.get_watermark_offsets(tp, timeout=TIMEOUT_S)
                     end = fetched_end(probe, tp, low, high, TIMEOUT_S)
                     if end > 0:
-                        self._same_last(probe, tp, end)
+                        self._same_last(probe, TopicPartition(topic, p), end)
                     self.stats.ends[(topic, p)] = end
         finally:
             probe.close()
@@ -100,7 +107,8 @@ class Mirror:
 
     def _same_last(self, target: Consumer, tp: TopicPartition, end: int) -> None:
         """Resume only where the target is an exact prefix of the source: its last record is the source's."""
-        copy, original = _record_at(target, tp, end - 1), _record_at(self.consumer, tp, end - 1)
+        copy = _record_at(target, TopicPartition(tp.topic + self.suffix, tp.partition), end - 1)
+        original = _record_at(self.consumer, tp, end - 1)
         where = f"{tp.topic}[{tp.partition}] offset {end - 1}"
         if original is None:
             raise MirrorError(
@@ -144,7 +152,7 @@ class Mirror:
                 )
             extra = {"headers": m.headers()} if m.headers() else {}
             self.producer.produce(
-                m.topic(),
+                m.topic() + self.suffix,
                 value=m.value(),
                 key=m.key(),
                 partition=m.partition(),

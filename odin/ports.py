@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import socket
+from pathlib import Path
 from typing import get_args
 
 from odin.spec import PortName
@@ -21,10 +22,23 @@ def _free(port: int) -> bool:
     return True
 
 
+def _ephemeral() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports: any connection may take one at any time."""
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    return low, high
+
+
 def free_block(size: int, taken: set[int], rng: random.Random) -> int:
-    """First port of `size` consecutive free ports (bounded search)."""
+    """First port of `size` consecutive free ports (bounded search), below the ephemeral range: a port chosen
+    there can be taken by an outgoing connection before its service starts."""
+    low, high = _ephemeral()
+    top = low if low - size > 10000 else 65000  # below it, or above it when it starts too low
+    bottom = 10000 if top == low else high + 1
     for _ in range(500):
-        base = rng.randrange(20000, 60000 - size)
+        base = rng.randrange(bottom, top - size)
         block = range(base, base + size)
         if not taken.intersection(block) and all(_free(p) for p in block):
             taken.update(block)

@@ -36,6 +36,7 @@ REQUIRES: dict[Service, frozenset[Service]] = {
 
 PortName = Literal[
     "kafka",
+    "kafka_perf",
     "victoria_metrics",
     "influxdb",
     "influxdb_rpc",

@@ -236,7 +236,13 @@ class Stack:
         where = Endpoints(nodes if nodes is not None else self.nodes())
         registry = Registry.connect(where.registry_url)
         try:
-            return catalog_sync.sync(registry, catalog.load(), self.environment, where.kafka_bootstrap, actor)
+            try:
+                perf = where.perf_kafka_bootstrap
+            except LookupError:  # an environment without a perf cluster: twins live beside their streams
+                perf = None
+            return catalog_sync.sync(
+                registry, catalog.load(), self.environment, where.kafka_bootstrap, actor, environment_perf_kafka=perf
+            )
         finally:
             registry.close()
 

@@ -19,3 +19,13 @@ def export(vm: str, match: str) -> list[dict[str, Any]]:
     r = httpx.get(f"{vm}/api/v1/export", params={"match[]": match, "start": "0"}, timeout=120)
     r.raise_for_status()
     return [json.loads(line) for line in r.text.splitlines()]
+
+
+def query(vm: str, expr: str, timeout_s: float = 5.0) -> float | None:
+    """An instant MetricsQL query's single value (summed if several series); None when nothing matches."""
+    r = httpx.get(f"{vm}/api/v1/query", params={"query": expr}, timeout=timeout_s)
+    r.raise_for_status()
+    result = r.json().get("data", {}).get("result", [])
+    if not result:
+        return None
+    return sum(float(series["value"][1]) for series in result)

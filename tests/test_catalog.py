@@ -50,6 +50,7 @@ def test_the_catalog_validates_and_every_stream_has_a_perf_twin() -> None:
         twin = next(s for s in catalog.all_streams() if s.name == f"{stream.name}-perf")
         assert twin.proto == stream.proto and twin.perf_twin_of == stream.name
         assert twin.topics == [f"{t}-perf" for t in stream.topics]
+        assert (stream.kafka_cluster, twin.kafka_cluster) == ("mainstream", "perfstream")  # brokers of their own
 
 
 @pytest.mark.parametrize(
@@ -154,6 +155,13 @@ def test_odin_up_loaded_the_catalog_and_odin_catalog_shows_it(services: Services
     )
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert "booking-log-perf" in listed.stdout and services.kafka_bootstrap in listed.stdout
+    registry = Registry.connect(services.registry_url)
+    try:
+        where = {s.name: s.bootstrap_servers for s in registry.streams()}
+    finally:
+        registry.close()
+    assert where["booking-log"] == services.kafka_bootstrap
+    assert where["booking-log-perf"] == services.perf_kafka_bootstrap  # perf streams have a cluster of their own
 
 
 def test_a_spec_names_a_catalog_stream_and_gets_its_topics_message_and_kafka(services: Services) -> None:

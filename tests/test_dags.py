@@ -35,6 +35,8 @@ def test_dags_import_without_errors() -> None:
     assert set(bag.dags["dagger_failover"].params) == {"team", "cluster", "to", "reason"}
     assert bag.dags["odin_provision_cluster"].params["environment"] == "local"
     assert bag.dags["platform_health"].params["environment"] == "local"
+    chaos = bag.dags["loki_chaos"].params
+    assert chaos["playbook"] == "broker-pause" and {"rate_scale", "time_scale", "playbook_spec"} <= set(chaos)
 
 
 def test_dags_use_only_airflow_3_apis() -> None:

@@ -39,7 +39,7 @@ CATALOG = "booking-log"
 def ensure_catalog_topics(services: Services, registry: Any, stream: str = CATALOG) -> list[str]:
     known = registry.stream(stream)
     assert known is not None, "odin up syncs the catalog into the stack's registry"
-    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, dict.fromkeys(known.topics, 2))
+    ensure_topics({"bootstrap.servers": known.bootstrap_servers}, dict.fromkeys(known.topics, 2))
     return list(known.topics)
 
 
@@ -54,16 +54,17 @@ def produce_to_stream(
     a live stream's topics all carry events: a partition that has shown none holds the watermark back until it
     counts as idle (the stream's idle_timeout), which would delay every window by that much."""
     first, *others = ensure_catalog_topics(services, registry, stream)
-    produce(services.kafka_bootstrap, first, iter([*events, *closing_markers(close_at)]), partitions=2)
+    bootstrap = registry.stream(stream).bootstrap_servers  # a perf twin is on the perf cluster
+    produce(bootstrap, first, iter([*events, *closing_markers(close_at)]), partitions=2)
     for topic in others:
-        produce(services.kafka_bootstrap, topic, iter(closing_markers(close_at)), partitions=2)
+        produce(bootstrap, topic, iter(closing_markers(close_at)), partitions=2)
 
 
 def catalog_events(services: Services, registry: Any, stream: str = CATALOG) -> list[booking_log_pb2.BookingLog]:
     """Every booking on the catalog stream's topics."""
     out = []
     for topic in registry.stream(stream).topics:
-        for m in consume_all(services.kafka_bootstrap, topic):
+        for m in consume_all(registry.stream(stream).bootstrap_servers, topic):
             e = booking_log_pb2.BookingLog()
             e.ParseFromString(m.value())
             out.append(e)

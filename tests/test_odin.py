@@ -17,7 +17,7 @@ import pytest
 
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
-from odin.ports import stack_ports
+from odin.ports import WORKER_SLOTS, stack_ports
 from odin.stack import Stack
 
 
@@ -67,6 +67,16 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, args: list[
     assert r.returncode == 2, r.stdout + r.stderr
     assert expected in " ".join(r.stderr.split()), r.stderr
     assert not (tmp_path / "run").exists() and not (tmp_path / "terraform" / "local" / "terraform.tfstate").exists()
+
+
+def test_stack_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
+    """A port in the ephemeral range can be taken by any outgoing connection between its choice and its service's
+    start (the test stack starts Airflow tens of minutes after choosing its port)."""
+    low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for _ in range(20):
+        for name, port in stack_ports().items():
+            block = WORKER_SLOTS + 1 if name in ("spark_worker", "spark_worker_ui") else 1
+            assert port + block - 1 < low or port > high, (name, port)
 
 
 def test_a_busy_port_is_refused_before_anything_starts() -> None:

@@ -56,10 +56,11 @@ class CatalogStream(BaseModel):
             raise ValueError(f"topics: {bad} are not Kafka topic names (letters, digits, '.', '_', '-')")
         return self
 
-    def perf_twin(self) -> CatalogStream:
+    def perf_twin(self, perf_cluster: str | None = None) -> CatalogStream:
         return self.model_copy(
             update={
                 "name": f"{self.name}{PERF_SUFFIX}",
+                "kafka_cluster": perf_cluster or self.kafka_cluster,
                 "description": f"Perf twin of {self.name} (Loki's experiments): {self.description}",
                 "topics": [f"{t}{PERF_SUFFIX}" for t in self.topics],
                 "perf_twin_of": self.name,
@@ -71,10 +72,17 @@ class Catalog(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kafka_clusters: dict[str, KafkaCluster] = Field(min_length=1)
+    perf_kafka_cluster: str | None = Field(
+        None,
+        description="The Kafka cluster of every `-perf` twin (seed 000's perf streams): a cluster of their own, so "
+        "Loki's broker faults and load never reach a data stream. Unset: each twin is on its stream's cluster.",
+    )
     streams: list[CatalogStream] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> Catalog:
+        if self.perf_kafka_cluster is not None and self.perf_kafka_cluster not in self.kafka_clusters:
+            raise ValueError(f"perf_kafka_cluster: {self.perf_kafka_cluster!r} is not in kafka_clusters")
         for i, s in enumerate(self.streams):
             if s.kafka_cluster not in self.kafka_clusters:
                 raise ValueError(
@@ -94,12 +102,16 @@ class Catalog(BaseModel):
 
     def all_streams(self) -> list[CatalogStream]:
         """The streams and their perf twins."""
-        return [t for s in self.streams for t in (s, s.perf_twin())]
+        return [t for s in self.streams for t in (s, s.perf_twin(self.perf_kafka_cluster))]
 
-    def bootstrap_servers(self, stream: CatalogStream, environment: str, environment_kafka: str) -> str:
-        """Where the stream's Kafka cluster is in `environment`; `environment_kafka` is that environment's own
-        broker (Odin's kafka_broker node), used when the catalog names none."""
-        return self.kafka_clusters[stream.kafka_cluster].bootstrap_servers.get(environment, environment_kafka)
+    def bootstrap_servers(
+        self, stream: CatalogStream, environment: str, environment_kafka: str, environment_perf_kafka: str | None = None
+    ) -> str:
+        """Where the stream's Kafka cluster is in `environment`. When the catalog names none, the environment's own
+        broker: `environment_perf_kafka` (Odin's kafka-perf node) for perf twins, if it has one, else
+        `environment_kafka` (its kafka-broker node)."""
+        own = environment_perf_kafka if stream.perf_twin_of and environment_perf_kafka else environment_kafka
+        return self.kafka_clusters[stream.kafka_cluster].bootstrap_servers.get(environment, own)
 
     def failover_bootstrap_servers(self, stream: CatalogStream, environment: str) -> str | None:
         return self.kafka_clusters[stream.kafka_cluster].failover_bootstrap_servers.get(environment)

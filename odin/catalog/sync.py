@@ -42,12 +42,14 @@ def sync(
     environment_kafka: str,
     actor: str = "odin",
     descriptor_sets: Iterable[Path] = (protos.DESCRIPTOR_SET,),
+    environment_perf_kafka: str | None = None,
 ) -> list[StreamSync]:
-    """Every stream of the catalog (perf twins included) into the registry; one history entry per change."""
+    """Every stream of the catalog (perf twins included) into the registry; one history entry per change.
+    `environment_kafka` / `environment_perf_kafka`: the environment's own brokers (Catalog.bootstrap_servers)."""
     sets = tuple(descriptor_sets)
     results = []
     for stream in sorted(catalog.all_streams(), key=lambda s: s.perf_twin_of is not None):  # twins after originals
-        bootstrap = catalog.bootstrap_servers(stream, environment, environment_kafka)
+        bootstrap = catalog.bootstrap_servers(stream, environment, environment_kafka, environment_perf_kafka)
         failover = catalog.failover_bootstrap_servers(stream, environment)
         results.append(_sync_stream(registry, stream, (bootstrap, failover), Schema.of(stream.proto, sets), actor))
     return results

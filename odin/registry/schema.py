@@ -13,6 +13,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Integer,
@@ -42,6 +43,7 @@ CLUSTER_STATES = ("provisioning", "ready", "failed", "destroying", "destroyed")
 DAGGER_STATES = ("deploying", "running", "stopping", "stopped", "failed", "crashlooping")
 OUTCOMES = ("ok", "refused", "failed")
 ALERT_STATUSES = ("firing", "resolved")
+SIMULATION_STATES = ("running", "finished", "halted", "failed")
 
 
 def _now() -> Column[object]:
@@ -172,4 +174,38 @@ alerts = Table(
     Column("starts_at", DateTime(timezone=True), nullable=True),
     Column("ends_at", DateTime(timezone=True), nullable=True),
     CheckConstraint(f"status IN {ALERT_STATUSES}", name="status"),
+)
+
+# Loki's simulation store: one row per experiment run (loki/store.py), and its journal, append-only: every step of
+# the run (plan, probes, faults started and reverted, halts) with what it touched, so `loki halt` can revert the
+# faults of a run whose process died, and a report can be rebuilt.
+simulations = Table(
+    "simulations",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("playbook", String(63), nullable=False, index=True),
+    Column("environment", String(63), nullable=False),
+    Column("team", String(63), nullable=True),
+    Column("cluster", String(63), nullable=True),
+    Column("spec", JSONB, nullable=False),  # the playbook as run (bound to its target)
+    Column("state", String(16), nullable=False),
+    Column("actor", String(128), nullable=False),
+    Column("pid", Integer, nullable=True),  # the run's process, while it runs
+    Column("verdict", String(16), nullable=True),
+    Column("score", Float, nullable=True),
+    Column("report", Text, nullable=True),  # where the report is (JSON + HTML)
+    Column("summary", JSONB, nullable=False, server_default="{}"),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("ended_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint(f"state IN {SIMULATION_STATES}", name="state"),
+)
+
+simulation_journal = Table(
+    "simulation_journal",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), ForeignKey("simulations.id"), nullable=False, index=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("step", String(64), nullable=False),
+    Column("detail", JSONB, nullable=False, server_default="{}"),
 )

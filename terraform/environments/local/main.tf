@@ -3,6 +3,7 @@
 locals {
   default_ports = {
     kafka            = 9092
+    kafka_perf       = 9096 # the perf cluster's broker: Loki's load and broker faults never reach data streams
     victoria_metrics = 8428
     influxdb         = 8086
     influxdb_rpc     = 8089
@@ -23,6 +24,10 @@ locals {
     kafka-broker = {
       role  = "kafka_broker"
       ports = { kafka = local.ports.kafka }
+    }
+    kafka-perf = {
+      role  = "kafka_broker"
+      ports = { kafka = local.ports.kafka_perf }
     }
     victoria-metrics = {
       role  = "victoria_metrics"

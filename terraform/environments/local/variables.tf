@@ -73,10 +73,10 @@ variable "ports" {
   default     = {}
   validation {
     condition = alltrue([for k in keys(var.ports) : contains([
-      "kafka", "victoria_metrics", "influxdb", "influxdb_rpc", "spark_master", "spark_rest", "spark_master_ui",
+      "kafka", "kafka_perf", "victoria_metrics", "influxdb", "influxdb_rpc", "spark_master", "spark_rest", "spark_master_ui",
       "spark_worker", "spark_worker_ui", "postgres", "airflow", "alertmanager", "alert_receiver", "vmalert",
     ], k)])
-    error_message = "ports keys must be among kafka, victoria_metrics, influxdb, influxdb_rpc, spark_master, spark_rest, spark_master_ui, spark_worker, spark_worker_ui, postgres, airflow, alertmanager, alert_receiver, vmalert."
+    error_message = "ports keys must be among kafka, kafka_perf, victoria_metrics, influxdb, influxdb_rpc, spark_master, spark_rest, spark_master_ui, spark_worker, spark_worker_ui, postgres, airflow, alertmanager, alert_receiver, vmalert."
   }
   validation {
     condition     = alltrue([for p in values(var.ports) : p >= 1024 && p <= 65000])

@@ -1,0 +1,67 @@
+"""Loki: a chaos or load experiment against perf streams, from a standard playbook (loki/playbooks) or one given
+inline, aimed at a target. Validated and planned first (a playbook touching anything outside its blast radius,
+or load on a non-perf topic, is refused before anything is touched); the run journals every step in the
+simulation store, and its report (JSON + HTML with plots) lands in the reports location, recorded with the run.
+
+Unscheduled by default; set LOKI_CHAOS_SCHEDULE (a cron expression) where this DAG is parsed to run it regularly
+(the params' defaults then apply).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+from loki.playbook import STANDARD_DIR, standard_names
+
+log = logging.getLogger(__name__)
+STANDARD = standard_names()
+
+
+@dag(
+    schedule=os.environ.get("LOKI_CHAOS_SCHEDULE") or None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,  # experiments on one environment never overlap
+    tags=["loki", "chaos"],
+    doc_md=__doc__,
+    params={
+        "playbook": Param("broker-pause", type="string", enum=STANDARD, description="A standard playbook."),
+        "playbook_spec": Param(
+            {}, type="object", description="A whole playbook instead (loki schema); empty: the standard one."
+        ),
+        "environment": Param("local", type="string", description="Target Odin environment."),
+        "team": Param("", type="string", description="Target team (empty: the playbook's)."),
+        "cluster": Param("", type="string", description="Target cluster (empty: the playbook's)."),
+        "rate_scale": Param(1.0, type="number", minimum=0.001, description="Multiply every feeder rate."),
+        "time_scale": Param(1.0, type="number", minimum=0.01, description="Multiply every duration and start."),
+    },
+)
+def loki_chaos() -> None:
+    @task(execution_timeout=timedelta(hours=2))
+    def simulate() -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from loki.playbook import PlaybookError
+        from loki.runner import PlanRefused, playbook_from_params, run_playbook
+
+        context = get_current_context()
+        user = getattr(context["dag_run"], "triggering_user_name", None) or "airflow"
+        try:
+            book = playbook_from_params(dict(context["params"]), STANDARD_DIR)
+            report, html_path = run_playbook(book, None, user, None, log.info)
+        except (PlaybookError, PlanRefused) as e:
+            raise AirflowFailException(f"refused:\n{e}") from None
+        log.info("report: %s; verdict %s, score %s", html_path, report["verdict"], report["score"])
+        if report["verdict"] != "pass":
+            raise AirflowFailException(f"verdict {report['verdict']}: {[c for c in report['cases']]}")
+        return {"run": report["run"], "verdict": report["verdict"], "score": report["score"], "report": str(html_path)}
+
+    simulate()
+
+
+loki_chaos()

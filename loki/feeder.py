@@ -1,0 +1,231 @@
+"""Feeders: a catalog stream's protobuf events produced to its perf topics at a target rate, with the fate of every
+event recorded (Jepsen's history): acknowledged (with its offset), failed, or indeterminate (no answer before the
+end: it may or may not be in Kafka, so it is neither lost nor expected).
+
+Events are deterministic for the feeder's seed, so the ground truth keeps only each event's time, partition, offset
+and fate, and regenerates the events themselves when the report needs them (`Feed.payloads`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+from confluent_kafka import KafkaError, Message, Producer
+from google.protobuf.message import Message as ProtoMessage
+
+from jobs.generator import CITIES, booking, ping, request, stamp
+from loki.playbook import Feeder, Ramp, Spike, Steady
+
+PENDING, ACKED, FAILED = 0, 1, 2
+MALFORMED = b"\xff\xff\xff\xff\x0f"  # an unterminated varint: no protobuf message decodes from it
+SLICE_S = 0.01
+MAKERS: dict[str, Callable[..., ProtoMessage]] = {
+    "daggers.events.BookingLog": booking,
+    "daggers.events.DriverLocationPing": ping,
+    "daggers.events.ApiLog": request,
+}
+KEY_ARGUMENT = {"daggers.events.BookingLog": "customers", "daggers.events.DriverLocationPing": "drivers"}
+
+
+def rate_at(rate: Steady | Ramp | Spike, t: float, duration: float) -> float:
+    """Events per second `t` seconds into the feed."""
+    if isinstance(rate, Steady):
+        return float(rate.events_per_s)
+    if isinstance(rate, Ramp):
+        share = min(1.0, max(0.0, t / duration)) if duration else 1.0
+        return rate.from_events_per_s + (rate.to_events_per_s - rate.from_events_per_s) * share
+    spike_from = rate.at.total_seconds()
+    in_spike = spike_from <= t < spike_from + rate.length.total_seconds()
+    return float(rate.peak_events_per_s if in_spike else rate.events_per_s)
+
+
+def due(rate: Steady | Ramp | Spike, t: float, duration: float) -> int:
+    """How many events should have been produced `t` seconds in (the integral of the rate)."""
+    if isinstance(rate, Steady):
+        return int(rate.events_per_s * t)
+    if isinstance(rate, Ramp):
+        t = min(t, duration)
+        slope = (rate.to_events_per_s - rate.from_events_per_s) / duration if duration else 0.0
+        return int(rate.from_events_per_s * t + slope * t * t / 2)
+    start, length = rate.at.total_seconds(), rate.length.total_seconds()
+    inside = max(0.0, min(t, start + length) - start)
+    return int(rate.events_per_s * (t - inside) + rate.peak_events_per_s * inside)
+
+
+@dataclass
+class Feed:
+    """One feeder's history: per event, its time, where it went and what became of it."""
+
+    feeder: Feeder
+    proto: str
+    topics: list[str]
+    capacity: int
+    times: np.ndarray = field(init=False)  # event time, epoch seconds
+    slots: np.ndarray = field(init=False)  # index into `targets` (topic, partition)
+    offsets: np.ndarray = field(init=False)  # -1 unless acknowledged
+    fates: np.ndarray = field(init=False)  # PENDING (indeterminate once the feed ended), ACKED, FAILED
+    malformed: np.ndarray = field(init=False)
+    targets: list[tuple[str, int]] = field(default_factory=list)
+    sent: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # failure reasons, counted
+
+    def __post_init__(self) -> None:
+        self.times = np.zeros(self.capacity, np.float64)
+        self.slots = np.zeros(self.capacity, np.int32)
+        self.offsets = np.full(self.capacity, -1, np.int64)
+        self.fates = np.zeros(self.capacity, np.int8)
+        self.malformed = np.zeros(self.capacity, np.bool_)
+
+    def counts(self) -> dict[str, int]:
+        fates = self.fates[: self.sent]
+        return {
+            "sent": self.sent,
+            "acknowledged": int((fates == ACKED).sum()),
+            "failed": int((fates == FAILED).sum()),
+            "indeterminate": int((fates == PENDING).sum()),
+            "malformed": int(self.malformed[: self.sent].sum()),
+        }
+
+    def events(self) -> Iterator[tuple[int, ProtoMessage | None]]:
+        """Every event sent, regenerated from the seed, in order: (index, message) or (index, None) if malformed."""
+        make = _maker(self.feeder, self.proto)
+        rng = random.Random(self.feeder.seed)
+        for i in range(self.sent):
+            msg = make(rng, i)
+            if self.malformed[i]:
+                yield i, None
+                continue
+            stamp(msg.event_timestamp, float(self.times[i]))
+            yield i, msg
+
+    def payloads(self, fates: tuple[int, ...] = (ACKED,)) -> dict[str, list[bytes]]:
+        """The decodable events of these fates, serialized, per topic (what a dagger reading them must count)."""
+        out: dict[str, list[bytes]] = {t: [] for t in self.topics}
+        for i, msg in self.events():
+            if msg is not None and self.fates[i] in fates:
+                out[self.targets[self.slots[i]][0]].append(msg.SerializeToString())
+        return out
+
+    def per_window(self, window_s: float) -> dict[float, dict[str, int]]:
+        """Events per window of event time (window start, epoch seconds) and fate."""
+        starts = np.floor(self.times[: self.sent] / window_s) * window_s
+        out: dict[float, dict[str, int]] = {}
+        for name, fate in (("acknowledged", ACKED), ("failed", FAILED), ("indeterminate", PENDING)):
+            values, counts = np.unique(starts[self.fates[: self.sent] == fate], return_counts=True)
+            for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+                out.setdefault(v, {"acknowledged": 0, "failed": 0, "indeterminate": 0})[name] = c
+        return dict(sorted(out.items()))
+
+
+KEY_FIELD = {
+    "daggers.events.BookingLog": "customer_id",
+    "daggers.events.DriverLocationPing": "driver_id",
+    "daggers.events.ApiLog": "path",
+}
+
+
+def per_window_and_key(feed: Feed, window_s: float) -> dict[tuple[float, str], dict[str, int]]:
+    """The ground truth at its finest: events per (window start, key) and fate, from the regenerated events."""
+    field_name = KEY_FIELD.get(feed.proto)
+    out: dict[tuple[float, str], dict[str, int]] = {}
+    names = {ACKED: "acknowledged", FAILED: "failed", PENDING: "indeterminate"}
+    for i, msg in feed.events():
+        key = "(malformed)" if msg is None or field_name is None else str(getattr(msg, field_name))
+        start = float(np.floor(feed.times[i] / window_s) * window_s)
+        counts = out.setdefault((start, key), {"acknowledged": 0, "failed": 0, "indeterminate": 0})
+        counts[names[int(feed.fates[i])]] += 1
+    return out
+
+
+def _maker(feeder: Feeder, proto: str) -> Callable[[random.Random, int], ProtoMessage]:
+    make = MAKERS.get(proto)
+    if make is None:
+        raise ValueError(f"no generator for {proto}: feeders know {', '.join(MAKERS)}")
+    city = [c for c in CITIES if c.name == feeder.city]
+    kwargs: dict[str, Any] = {"seed": feeder.seed}
+    if proto in KEY_ARGUMENT:
+        kwargs[KEY_ARGUMENT[proto]] = feeder.keys
+        kwargs["cities"] = tuple(city)
+    return partial(make, **kwargs)
+
+
+def run_feed(
+    feeder: Feeder,
+    proto: str,
+    topics: list[str],
+    bootstrap: str,
+    stop: threading.Event,
+    *,
+    on_tick: Callable[[Feed], None] | None = None,
+    linger_s: float = 30.0,
+) -> Feed:
+    """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
+    broker's answers. What is still unanswered stays indeterminate."""
+    duration = feeder.duration.total_seconds()
+    capacity = due(feeder.rate, duration, duration) + 16
+    feed = Feed(feeder, proto, topics, capacity)
+    feed.targets = [(t, p) for t in topics for p in range(feeder.partitions)]
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,  # a retried send is not a duplicate
+            "acks": "all",
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000,
+            "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
+        }
+    )
+    if feeder.city not in {c.name for c in CITIES}:
+        raise ValueError(f"city: {feeder.city!r} is not one of {', '.join(c.name for c in CITIES)}")
+    make = _maker(feeder, proto)
+    rng = random.Random(feeder.seed)
+    bad = random.Random(feeder.seed + 1)  # its own generator: malformed events do not change the others
+
+    def delivered(i: int, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            feed.fates[i], feed.offsets[i] = ACKED, msg.offset()
+            return
+        feed.errors[err.name()] = feed.errors.get(err.name(), 0) + 1
+        if err.code() != KafkaError._MSG_TIMED_OUT:  # a timed-out send may have been written: indeterminate
+            feed.fates[i] = FAILED
+
+    started = time.monotonic()
+    next_tick = started
+    while not stop.is_set():
+        elapsed = time.monotonic() - started
+        if elapsed >= duration:
+            break
+        target = min(due(feeder.rate, elapsed, duration), capacity)
+        while feed.sent < target:
+            i = feed.sent
+            msg = make(rng, i)
+            now = time.time()
+            stamp(msg.event_timestamp, now)
+            feed.times[i] = now
+            feed.slots[i] = i % len(feed.targets)
+            malformed = feeder.malformed_ratio > 0 and bad.random() < feeder.malformed_ratio
+            feed.malformed[i] = malformed
+            topic, partition = feed.targets[feed.slots[i]]
+            value = MALFORMED if malformed else msg.SerializeToString()
+            try:
+                producer.produce(topic, value, partition=partition, on_delivery=partial(delivered, i))
+            except BufferError:
+                producer.poll(0.05)  # the local queue is full: the broker is slow or away; retry this event
+                continue
+            feed.sent += 1
+        producer.poll(0)
+        if on_tick is not None and time.monotonic() >= next_tick:
+            on_tick(feed)
+            next_tick = time.monotonic() + 1.0
+        time.sleep(SLICE_S)
+    producer.flush(linger_s)
+    if on_tick is not None:
+        on_tick(feed)
+    return feed

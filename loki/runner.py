@@ -1,0 +1,170 @@
+"""What `loki simulate | feed | halt` and the loki_chaos DAG do: plan -> simulate -> verify -> report -> store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from jobs.topics import ensure_topics
+from loki.faults import revert
+from loki.feeder import run_feed
+from loki.plan import plan, template_values
+from loki.playbook import Playbook
+from loki.report import build, write
+from loki.resources import environment_nodes, inventory, registry_of
+from loki.simulate import Simulation
+from loki.store import SimulationStore, new_run_id
+from loki.verify import against_truth
+
+HALT_WAIT_S = 180
+
+
+def reports_dir(state_dir: Path, reports: Path | None) -> Path:
+    return reports or state_dir / "loki" / "runs"
+
+
+class PlanRefused(RuntimeError):
+    """The plan refuses the run (nothing was touched): one refusal per line, each with its path."""
+
+
+def run_playbook(
+    book: Playbook, state_dir: Path | None, actor: str, reports: Path | None, say: Callable[[str], None]
+) -> tuple[dict[str, Any], Path]:
+    """The whole run: its report and where the HTML page is. PlanRefused before anything is touched."""
+    nodes, state = environment_nodes(book.target.environment, state_dir)
+    if not nodes:
+        raise PlanRefused(f"target.environment: {book.target.environment!r} was never brought up: run `odin up`")
+    registry = registry_of(nodes)
+    try:
+        run_id = new_run_id()
+        found = inventory(book.target.environment, nodes, registry, state)
+        planned = plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+        if not planned.ok:
+            raise PlanRefused("\n".join(planned.refusals))
+        run_dir = reports_dir(state, reports) / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        say(f"loki run {run_id}: {book.name} on {book.target.environment}; journal in the registry")
+        result = Simulation(planned, run_id, registry, nodes, state, run_dir, actor, say=say).run()
+        comparisons = {}
+        try:
+            say("computing the ground truth and comparing every consumer's sink")
+            comparisons = against_truth(book, result)
+        except Exception as e:
+            result.errors.append(f"ground truth: {type(e).__name__}: {e}")
+        report = build(book, result, comparisons, registry)
+        json_path, html_path = write(report, run_dir)
+        summary = {"events": report["events"], "cases": report["cases"], "json": str(json_path)}
+        SimulationStore(registry).finish(
+            run_id,
+            result.state,  # type: ignore[arg-type]
+            verdict=report["verdict"],
+            score=report["score"],
+            report=str(html_path),
+            summary=summary,
+        )
+        return report, html_path
+    finally:
+        registry.close()
+
+
+def feed_only(book: Playbook, state_dir: Path | None, console: Console) -> list[dict[str, int]]:
+    nodes, _ = environment_nodes(book.target.environment, state_dir)
+    registry = registry_of(nodes)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        counts = []
+        for f in book.load.feeders:
+            record = registry.stream(f.stream)
+            if record is None or not record.perf_twin_of:
+                raise ValueError(f"load.feeders: {f.stream!r} is not a perf stream of the catalog")
+            bootstrap = record.serving_bootstrap_servers
+            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(record.topics, f.partitions))
+            with console.status(f"feeding {f.stream}") as status:
+                done = run_feed(
+                    f, record.proto, record.topics, bootstrap, stop,
+                    on_tick=lambda fd, name=f.stream: status.update(f"feeding {name}: {fd.sent:,} sent"),
+                )  # fmt: skip
+            counts.append(done.counts())
+        return counts
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        registry.close()
+
+
+def _is_loki(pid: int) -> bool:
+    try:
+        return b"loki" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def halt_all(environment: str, state_dir: Path | None) -> list[str]:
+    """Every running run stops and reverts its faults; a run whose process is gone has its faults reverted from
+    its journal (every fault started and not reverted) and is marked halted."""
+    nodes, _ = environment_nodes(environment, state_dir)
+    if not nodes:
+        return [f"environment {environment!r} was never brought up: nothing runs"]
+    registry = registry_of(nodes)
+    lines = []
+    try:
+        store = SimulationStore(registry)
+        running = store.runs(state="running")
+        for run in running:
+            if run.pid and _is_loki(run.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.pid, signal.SIGTERM)  # the run reverts its faults, drains and reports
+                lines.append(f"{run.id} ({run.playbook}): halting (pid {run.pid})")
+        deadline = time.monotonic() + HALT_WAIT_S
+        for run in running:
+            while time.monotonic() < deadline and run.pid and _is_loki(run.pid):
+                current = store.get(run.id)
+                if current is None or current.state != "running":
+                    break
+                time.sleep(1)
+            current = store.get(run.id)
+            if current is not None and current.state == "running":
+                reverted = _revert_from_journal(store, run.id)
+                store.finish(run.id, "halted", summary={"halted_by": "loki halt", "reverted": reverted})
+                lines.append(f"{run.id}: its process is gone; {len(reverted)} fault(s) reverted from its journal")
+            else:
+                lines.append(f"{run.id}: {current.state if current else 'gone'}")
+        if not running:
+            lines.append("no experiment is running")
+        return lines
+    finally:
+        registry.close()
+
+
+def _revert_from_journal(store: SimulationStore, run_id: str) -> list[str]:
+    entries = store.entries(run_id)
+    reverted = {(e.detail.get("case"), e.detail.get("resource")) for e in entries if e.step == "fault.reverted"}
+    done = []
+    for e in entries:
+        key = (e.detail.get("case"), e.detail.get("resource"))
+        if e.step == "fault.started" and key not in reverted:
+            revert(dict(e.detail.get("undo") or {}))
+            store.journal(run_id, "fault.reverted", case=key[0], resource=key[1], by="loki halt")
+            done.append(f"{key[0]} on {key[1]}")
+    return done
+
+
+def playbook_from_params(params: dict[str, Any], standard_dir: Path) -> Playbook:
+    """The loki_chaos DAG's params: a standard playbook by name, or one inline (`playbook_spec`), aimed at the
+    params' target and scaled. PlaybookError names every bad field."""
+    from loki.playbook import load, parse
+
+    inline = params.get("playbook_spec") or None
+    book = parse(inline, "playbook_spec") if inline else load(standard_dir / f"{params['playbook']}.yaml")
+    target = {k: params.get(k) or None for k in ("environment", "team", "cluster")}
+    book = book.bound(**target)
+    rate, time_ = float(params.get("rate_scale") or 1.0), float(params.get("time_scale") or 1.0)
+    return book.scaled(rate, time_) if (rate, time_) != (1.0, 1.0) else book

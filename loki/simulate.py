@@ -1,0 +1,403 @@
+"""`loki simulate`: run a planned experiment. Every step is journaled in the simulation store as it happens.
+
+  consumers started (and running) -> steady state checked -> feeders start -> faults start and revert on their
+  schedule, probes sampled every interval, safeguards watched -> feeders end -> the steady state has `settle` to
+  come back -> rollbacks -> consumers stopped and drained -> the output compared with the ground truth -> report.
+
+A halt (`loki halt`, SIGTERM, Ctrl-C or a safeguard) stops the load at once and reverts every active fault; the
+consumers are still drained, so the report tells what the run did up to there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jobs.lifecycle import Daggers
+from jobs.topics import ensure_topics
+from loki import consumers as consumer_ops
+from loki.consumers import Consumer
+from loki.faults import Fault, FaultError
+from loki.feeder import Feed, run_feed
+from loki.plan import NETWORK_FAULTS, ExperimentPlan
+from loki.probes import WINDOW_S, Observer, Sample, judge
+from loki.resources import Resource
+from loki.store import SimulationStore
+from odin.cluster.lifecycle import Clusters
+from odin.endpoints import Endpoints, Node
+from odin.registry import Registry
+from odin.spec import Service
+
+Say = Callable[[str], None]
+START_TIMEOUT_S = 240
+DISK_MB = 64
+
+
+@dataclass
+class FaultRun:
+    case: str
+    type: str
+    resource: str
+    start_t: float  # seconds since the load started
+    end_t: float | None = None
+    error: str | None = None
+    detected_t: float | None = None  # first sample after the start with a probe broken
+    recovered_t: float | None = None  # first sample from which the steady state held again to the end of the fault's
+    undo: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k != "undo"}
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    state: str = "running"  # finished, halted, failed
+    reason: str = ""
+    samples: list[Sample] = field(default_factory=list)
+    faults: list[FaultRun] = field(default_factory=list)
+    feeds: list[Feed] = field(default_factory=list)
+    consumers: dict[str, Consumer] = field(default_factory=dict)
+    started_at: float = 0.0  # epoch seconds of the load's start
+    ended_at: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    def __init__(
+        self,
+        plan: ExperimentPlan,
+        run_id: str,
+        registry: Registry,
+        nodes: dict[str, Node],
+        state_dir: Path,
+        run_dir: Path,
+        actor: str,
+        say: Say | None = None,
+    ) -> None:
+        self.plan, self.book = plan, plan.playbook
+        self.registry, self.nodes, self.state_dir, self.run_dir, self.actor = registry, nodes, state_dir, run_dir, actor
+        self.store = SimulationStore(registry)
+        self.say = say or (lambda _m: None)
+        self.halt = threading.Event()
+        self.result = RunResult(run_id)
+        self.where = Endpoints(nodes)
+        self.daggers = Daggers(registry, state_dir)
+        self.clusters = Clusters(registry, state_dir)
+        self._active: list[tuple[Fault, FaultRun]] = []
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+
+    def journal(self, step: str, **detail: Any) -> None:
+        self.store.journal(self.result.run_id, step, **detail)
+
+    def _restore(self, r: Resource) -> None:
+        """Odin brings a killed node back: the cluster's converge, or the environment's for a broker."""
+        self.journal("restore", resource=r.name)
+        if r.kind == "spark" and r.cluster:
+            team, name = r.cluster.split("/", 1)
+            self.clusters.heal(team, name, self.actor, f"loki run {self.result.run_id}: bring {r.name} back")
+        elif r.kind == "broker":
+            from odin.stack import Stack
+
+            stack = Stack(self.book.target.environment, self.state_dir)
+            report = stack.up(stack.resolve(None, {Service.kafka_broker}, None))
+            if not report.ok:
+                raise FaultError(f"{r.name}: odin up did not bring it back")
+
+    def _workers(self) -> dict[str, list[Node]]:
+        out: dict[str, list[Node]] = {}
+        for c in self.result.consumers.values():
+            if c.cluster and c.cluster not in out:
+                team, name = c.cluster.split("/", 1)
+                out[c.cluster] = [n for n in self.clusters.nodes(team, name).values() if n["role"] == "spark_worker"]
+        return out
+
+    # -- the run -----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        result = self.result
+        self.store.start(result.run_id, self.book, self.actor)
+        self.journal("plan", touches=[vars(t) for t in self.plan.touches])
+        previous = {s: signal.signal(s, lambda *_: self.halt.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._start_consumers()
+            observer = Observer(self.where.victoria_metrics_url, self.registry, self._workers())
+            before = self._sample(observer, 0.0, [])
+            self.journal("steady_state.before", probes=before.probes)
+            if not before.steady:
+                raise RuntimeError(f"the steady state does not hold before the experiment: {before.probes}")
+            self._load_and_faults(observer)
+            if result.samples:
+                self.journal("steady_state.after", probes=result.samples[-1].probes)
+        except Exception as e:  # the run failed: still revert, stop, drain and report what happened
+            result.state, result.reason = "failed", f"{type(e).__name__}: {e}"
+            self.journal("failed", error=result.reason)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            self._revert_all()
+            self._rollbacks()
+            self._stop_consumers()
+        if result.state == "running":
+            result.state = "halted" if self.halt.is_set() else "finished"
+        self.journal("ended", state=result.state, reason=result.reason)
+        return result
+
+    def _start_consumers(self) -> None:
+        book, result = self.book, self.result
+        for i, f in enumerate(book.load.feeders):
+            bootstrap = self._feeder_bootstrap(f.stream)
+            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(self.plan.feeder_topics[i], f.partitions))
+        targeted = {t.resource.removeprefix("link/") for t in self.plan.touches if t.resource.startswith("link/")}
+        disks = {
+            t.resource.removeprefix("dagger/")
+            for t in self.plan.touches
+            if t.resource.startswith("dagger/") and "checkpoint filesystem" in t.action
+        }
+        for c in book.load.consumers:
+            spec = self.plan.specs[c.name]
+            consumer = consumer_ops.prepare(
+                c.name,
+                spec,
+                c.placement,
+                self.run_dir,
+                self.registry,
+                cluster=f"{book.target.team}/{book.target.cluster}" if c.placement == "cluster" else None,
+                network=c.name in targeted,
+                disk_mb=DISK_MB if c.name in disks else None,
+                nodes=self.nodes,
+            )
+            result.consumers[c.name] = consumer
+            self.say(f"starting consumer {c.name} ({c.placement})")
+            if c.placement == "cluster":
+                assert book.target.cluster is not None
+                self.daggers.deploy(consumer.spec, book.target.cluster, self.actor)
+            else:
+                consumer_ops.start(consumer, None, self.actor)
+            self.journal("consumer.started", consumer=c.name, dagger=consumer.qualified_name)
+        self._wait_first_progress()
+
+    def _feeder_bootstrap(self, stream: str) -> str:
+        record = self.registry.stream(stream)
+        assert record is not None  # the plan checked it
+        return record.serving_bootstrap_servers
+
+    def _wait_first_progress(self) -> None:
+        """Every consumer has reported a batch (its telemetry reached VictoriaMetrics)."""
+        from odin import victoria
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        waiting = set(self.result.consumers)
+        while waiting and time.monotonic() < deadline and not self.halt.is_set():
+            for name in sorted(waiting):
+                c = self.result.consumers[name]
+                if c.placement == "local" and not c.alive:
+                    raise RuntimeError(f"consumer {name} exited at start; see {c.log_file}")
+                tag = f'dagger="{c.qualified_name}"'
+                with contextlib.suppress(Exception):
+                    expr = f"last_over_time(dagger_metrics_input_rows{{{tag}}}[10m])"
+                    if victoria.query(self.where.victoria_metrics_url, expr) is not None:
+                        waiting.discard(name)
+            time.sleep(1)
+        if waiting:
+            raise RuntimeError(f"consumers {sorted(waiting)} reported no batch in {START_TIMEOUT_S}s")
+
+    def _load_and_faults(self, observer: Observer) -> None:
+        book, result = self.book, self.result
+        stop_feeders = threading.Event()
+        feeds: list[Feed | None] = [None] * len(book.load.feeders)
+        live: list[Feed] = []
+
+        def feed(i: int) -> None:
+            f = book.load.feeders[i]
+            record = self.registry.stream(f.stream)
+            assert record is not None
+            feeds[i] = run_feed(
+                f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
+                on_tick=lambda fd: live.append(fd) if fd not in live else None,
+            )  # fmt: skip
+
+        threads = [threading.Thread(target=feed, args=(i,), daemon=True) for i in range(len(book.load.feeders))]
+        result.started_at = time.time()
+        t0 = time.monotonic()
+        self.journal("load.started")
+        for t in threads:
+            t.start()
+        pending = sorted(book.cases, key=lambda c: c.start)
+        interval = book.steady_state.interval.total_seconds()
+        load_s = book.load.duration.total_seconds()
+        settle_s = book.steady_state.settle.total_seconds()
+        deadline = t0 + book.safeguards.max_duration.total_seconds()
+        broken_since: float | None = None
+        history: list[tuple[float, int]] = []
+        while not self.halt.is_set():
+            now = time.monotonic()
+            t = now - t0
+            if now > deadline:
+                self._halt(f"safeguard: max_duration {book.safeguards.max_duration} reached")
+                break
+            while pending and pending[0].start.total_seconds() <= t:
+                self._start_case(pending.pop(0), t)
+            for fault, fr in list(self._active):
+                if fault.case.start.total_seconds() + fault.case.duration.total_seconds() <= t:
+                    self._end_fault(fault, fr, t)
+            sent = sum(f.sent for f in live)
+            history.append((t, sent))
+            sent_30s = sent - next((n for (ts, n) in history if ts >= t - WINDOW_S), 0)
+            sample = self._sample(observer, t, live, sent_30s)
+            result.samples.append(sample)
+            self._mark_detection(sample)
+            if sample.steady:
+                broken_since = None
+            elif broken_since is None:
+                broken_since = t
+            if self._safeguards_broken(sample, broken_since, t):
+                break
+            feeding = any(th.is_alive() for th in threads)
+            if not feeding and not pending and not self._active:
+                recovered = all(fr.recovered_t is not None or fr.detected_t is None for fr in result.faults)
+                if (sample.steady and recovered) or t > load_s + settle_s:
+                    break
+            time.sleep(max(0.0, interval - (time.monotonic() - now)))
+        stop_feeders.set()
+        self._revert_all()  # before waiting for the feeders: a paused broker would hold their last answers
+        for th in threads:
+            th.join(120)
+        result.feeds = [f for f in feeds if f is not None]
+        self.journal("load.ended", feeds=[f.counts() for f in result.feeds])
+
+    def _sample(self, observer: Observer, t: float, feeds: list[Feed], sent_30s: int = 0) -> Sample:
+        sample = Sample(
+            t=t,
+            sent=sum(f.sent for f in feeds),
+            acknowledged=sum(f.counts()["acknowledged"] for f in feeds),
+            sent_30s=sent_30s,
+        )
+        for name, c in self.result.consumers.items():
+            sample.consumers[name] = observer.consumer(c)
+        for p in self.book.steady_state.probes:
+            sample.probes[f"{p.type}:{p.consumer}"] = judge(p, sample.consumers[p.consumer], sample.sent, sent_30s)
+        return sample
+
+    def _mark_detection(self, sample: Sample) -> None:
+        """A fault is detected at the first sample after its start with the steady state broken, and recovered at
+        the first one from which it holds again (broken again later: not recovered yet)."""
+        for fr in self.result.faults:
+            if fr.error is not None or sample.t < fr.start_t:
+                continue
+            if not sample.steady:
+                fr.detected_t = sample.t if fr.detected_t is None else fr.detected_t
+                fr.recovered_t = None
+            elif fr.detected_t is not None and fr.recovered_t is None:
+                fr.recovered_t = sample.t
+
+    def _safeguards_broken(self, sample: Sample, broken_since: float | None, t: float) -> bool:
+        guards = self.book.safeguards
+        if guards.max_lag is not None:
+            for name, s in sample.consumers.items():
+                if s.lag is not None and s.lag > guards.max_lag:
+                    self._halt(f"safeguard: {name} is {s.lag:.0f} events behind (max_lag {guards.max_lag})")
+                    return True
+        limit = guards.max_failed_probe_time
+        if limit is not None and broken_since is not None and t - broken_since > limit.total_seconds():
+            self._halt(f"safeguard: the steady state stayed broken {t - broken_since:.0f}s")
+            return True
+        return False
+
+    def _halt(self, reason: str) -> None:
+        self.result.state, self.result.reason = "halted", reason
+        self.halt.set()
+        self.journal("halt", reason=reason)
+        self.say(reason)
+
+    def _start_case(self, case: Any, t: float) -> None:
+        for r in self.plan.targets.get(case.name, []):
+            fr = FaultRun(case.name, case.type, r.name, t)
+            self.result.faults.append(fr)
+            consumer = self.result.consumers.get(r.name.split("/", 1)[1]) if r.kind in ("link", "dagger") else None
+            fault = Fault(
+                case,
+                self._live(r),
+                restore=self._restore,
+                link=consumer.link if consumer and case.type in NETWORK_FAULTS else None,
+                disk=consumer.disk if consumer else None,
+            )
+            try:
+                fr.undo = fault.start()
+            except Exception as e:
+                fr.error = f"{type(e).__name__}: {e}"
+                self.journal("fault.refused", case=case.name, resource=r.name, error=fr.error)
+                self.say(f"fault {case.name} on {r.name} failed to start: {fr.error}")
+                continue
+            self._active.append((fault, fr))
+            self.journal("fault.started", case=case.name, type=case.type, resource=r.name, undo=fr.undo, t=t)
+            self.say(f"{t:6.1f}s fault {case.name}: {case.type} {r.name}")
+
+    def _live(self, r: Resource) -> Resource:
+        """A planned driver resource, with what finds its processes now that the consumer is deployed."""
+        if r.kind != "driver" or r.submission_id:
+            return r
+        team, name = r.name.split("/")[1:3]
+        record = self.registry.dagger(team, name)
+        workers = self._workers().get(record.cluster or "", []) if record else []
+        for w in workers:
+            found = Resource(r.name, r.detail, node=w, cluster=record.cluster, submission_id=record.submission_id)
+            if found.pids():
+                return found
+        return r
+
+    def _end_fault(self, fault: Fault, fr: FaultRun, t: float) -> None:
+        self._active.remove((fault, fr))
+        try:
+            fault.revert()
+        except Exception as e:
+            fr.error = f"revert: {type(e).__name__}: {e}"
+            self.result.errors.append(f"{fr.case} on {fr.resource}: {fr.error}")
+        fr.end_t = t
+        self.journal("fault.reverted", case=fr.case, resource=fr.resource, t=t, error=fr.error)
+        self.say(f"{t:6.1f}s fault {fr.case} reverted")
+
+    def _revert_all(self) -> None:
+        t = time.time() - self.result.started_at if self.result.started_at else 0.0
+        for fault, fr in list(self._active):
+            self._end_fault(fault, fr, t)
+
+    def _rollbacks(self) -> None:
+        for rb in self.book.rollbacks:
+            try:
+                if rb.action == "converge_cluster" and self.book.target.team and self.book.target.cluster:
+                    self.clusters.heal(self.book.target.team, self.book.target.cluster, self.actor, "loki rollback")
+                elif rb.action == "converge_stack":
+                    from odin.stack import Stack
+
+                    stack = Stack(self.book.target.environment, self.state_dir)
+                    stack.up(stack.resolve(None, None, None))
+                elif rb.action == "restart_consumer" and rb.consumer in self.result.consumers:
+                    c = self.result.consumers[rb.consumer]
+                    if c.placement == "local" and not c.alive:
+                        consumer_ops.start(c, None, self.actor)
+                self.journal("rollback", action=rb.action)
+            except Exception as e:
+                self.result.errors.append(f"rollback {rb.action}: {e}")
+                self.journal("rollback.failed", action=rb.action, error=str(e))
+
+    def _stop_consumers(self) -> None:
+        for name, c in self.result.consumers.items():
+            try:
+                consumer_ops.stop(c, self.daggers, self.actor)
+                self.say(f"draining consumer {name}")
+                consumer_ops.drain(c, self.registry)
+                self.journal("consumer.drained", consumer=name)
+            except Exception as e:
+                self.result.errors.append(f"consumer {name}: {e}")
+                self.journal("consumer.failed", consumer=name, error=str(e))
+            finally:
+                consumer_ops.close(c)
+        self.result.ended_at = time.time()

@@ -1,0 +1,230 @@
+"""Loki against the real local stack: the perf mirror, refusals that touch nothing, `loki halt`, and standard
+playbooks at small scale with their reports checked against the sink and the feeders' ground truth."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+
+from jobs.generator import api_logs, produce
+from jobs.topics import ensure_topics
+from loki.playbook import STANDARD_DIR
+from loki.store import SimulationStore
+from odin.kafka_ends import fetched_end
+from odin.paths import BIN_DIR
+from odin.registry import Registry
+from tests.conftest import Services, consume_all
+
+ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
+
+
+def _state(services: Services) -> list[str]:
+    assert services.stack is not None
+    return ["--state-dir", str(services.stack.state_dir)]
+
+
+def _ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "loki-tests-ends"})
+    try:
+        out = {}
+        for t in topics:
+            meta = c.list_topics(t, timeout=10).topics[t]
+            for p in meta.partitions:
+                tp = TopicPartition(t, p)
+                low, high = c.get_watermark_offsets(tp, timeout=10)
+                out[(t, p)] = fetched_end(c, tp, low, high, 10)
+        return out
+    finally:
+        c.close()
+
+
+def _broker_pid(services: Services, name: str) -> int:
+    from odin import processes
+
+    assert services.stack is not None
+    [pid] = [p.pid for p in processes.of_node(services.stack.nodes()[name]) if p.pid]
+    return pid
+
+
+def _state_letter(pid: int) -> str:
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    return raw[raw.rindex(")") + 2]
+
+
+def test_the_perf_mirror_copies_a_data_stream_into_its_perf_twin_offset_for_offset(services: Services) -> None:
+    registry = Registry.connect(services.registry_url)
+    try:
+        stream, twin = registry.stream("api-log"), registry.stream("api-log-perf")
+    finally:
+        registry.close()
+    assert stream is not None and twin is not None
+    assert twin.bootstrap_servers == services.perf_kafka_bootstrap != stream.bootstrap_servers
+    [topic] = stream.topics
+    ensure_topics({"bootstrap.servers": stream.bootstrap_servers}, {topic: 2})
+    produce(stream.bootstrap_servers, topic, api_logs(3000, seed=5), partitions=2)
+    job = subprocess.Popen(
+        [str(BIN_DIR / "odin"), "mirror", "--perf", "api-log", *_state(services)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True,
+    )  # fmt: skip
+    try:
+        source = _ends(stream.bootstrap_servers, [topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with_suffix = {(t.replace(topic, f"{topic}-perf"), p): e for (t, p), e in source.items()}
+            if job.poll() is not None or _ends(twin.bootstrap_servers, [f"{topic}-perf"]) == with_suffix:
+                break
+            time.sleep(1)
+        os.killpg(job.pid, signal.SIGTERM)
+        out, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert job.returncode == 0, out + err
+    assert "record(s) copied" in out
+    original = {(m.partition(), m.offset(), m.value()) for m in consume_all(stream.bootstrap_servers, topic)}
+    copied = {(m.partition(), m.offset(), m.value()) for m in consume_all(twin.bootstrap_servers, f"{topic}-perf")}
+    assert copied == original and len(copied) >= 3000
+
+
+def _playbook(tmp_path: Path, name: str, **changes: Any) -> Path:
+    data = yaml.safe_load((STANDARD_DIR / f"{name}.yaml").read_text())
+    data.update(changes)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_fault_outside_the_blast_radius_is_refused_with_nothing_touched(services: Services, tmp_path: Path) -> None:
+    """The data streams' broker holds non-perf topics: pausing it is refused, and so is a target the blast radius
+    leaves out; nothing is touched (same broker processes, running; same topic offsets)."""
+    case = {"name": "data broker", "type": "pause", "target": "broker/kafka-broker", "start": "5s", "duration": "5s"}
+    book = _playbook(tmp_path, "broker-pause", cases=[case])
+    registry = Registry.connect(services.registry_url)
+    try:
+        perf = registry.stream("booking-log-perf")
+    finally:
+        registry.close()
+    assert perf is not None
+    ensure_topics({"bootstrap.servers": perf.bootstrap_servers}, dict.fromkeys(perf.topics, 2))
+    pids = {n: _broker_pid(services, n) for n in ("kafka-broker", "kafka-perf")}
+    offsets = _ends(perf.bootstrap_servers, perf.topics)
+    run = subprocess.run(
+        [str(BIN_DIR / "loki"), "simulate", str(book), *_state(services)],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "broker/kafka-broker is outside blast_radius" in run.stderr
+    plan = subprocess.run(
+        [str(BIN_DIR / "loki"), "plan", str(_playbook(tmp_path, "broker-pause", blast_radius=["broker/*",
+         "dagger/surge", "topic/*-perf"], cases=yaml.safe_load(book.read_text())["cases"])), *_state(services)],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+    assert plan.returncode == 1
+    assert "broker/kafka-broker also holds non-perf topics" in plan.stderr
+    assert {n: _broker_pid(services, n) for n in pids} == pids
+    assert all(_state_letter(pid) in "SR" for pid in pids.values())
+    assert _ends(perf.bootstrap_servers, perf.topics) == offsets
+
+
+def test_loki_halt_reverts_a_running_fault(services: Services, tmp_path: Path) -> None:
+    """A load-only experiment pauses the perf broker for long; `loki halt` stops the run and the broker runs on."""
+    book = _playbook(
+        tmp_path,
+        "broker-pause",
+        load={"feeders": [{"stream": "booking-log-perf", "rate": {"shape": "steady", "events_per_s": 200},
+                           "duration": "120s"}]},
+        steady_state={"probes": []},
+        cases=[{"name": "long pause", "type": "pause", "target": "broker/kafka-perf", "start": "3s",
+                "duration": "100s"}],
+        blast_radius=["broker/kafka-perf", "topic/*-perf"],
+    )  # fmt: skip
+    pid = _broker_pid(services, "kafka-perf")
+    run = subprocess.Popen(
+        [str(BIN_DIR / "loki"), "simulate", str(book), *_state(services)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _state_letter(pid) != "T" and run.poll() is None:
+            time.sleep(0.5)
+        assert _state_letter(pid) == "T", "the fault never started"
+        halted = subprocess.run(
+            [str(BIN_DIR / "loki"), "halt", *_state(services)], capture_output=True, text=True, env=ENV, timeout=300
+        )
+        assert halted.returncode == 0, halted.stdout + halted.stderr
+        assert "halting" in halted.stdout
+        assert _state_letter(pid) in "SR"
+        out, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGCONT)
+    assert run.returncode == 1, out
+    registry = Registry.connect(services.registry_url)
+    try:
+        [last] = SimulationStore(registry).runs(playbook="broker-pause")[:1]
+        steps = [e.step for e in SimulationStore(registry).entries(last.id)]
+    finally:
+        registry.close()
+    assert last.state == "halted" and "fault.started" in steps and "fault.reverted" in steps
+
+
+@pytest.mark.slow
+def test_broker_pause_at_small_scale_loses_nothing_and_counts_nothing_twice(services: Services) -> None:
+    run = subprocess.run(
+        [str(BIN_DIR / "loki"), "simulate", "broker-pause", "--rate-scale", "0.1", "--time-scale", "0.4",
+         *_state(services)],
+        capture_output=True, text=True, env=ENV, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    registry = Registry.connect(services.registry_url)
+    try:
+        [last] = SimulationStore(registry).runs(playbook="broker-pause", state="finished")[:1]
+    finally:
+        registry.close()
+    report = json.loads(Path(last.summary["json"]).read_text())
+    events = report["events"]
+    assert events["lost"] == 0 and events["duplicated"] == 0, report["consumers"]
+    assert events["acknowledged"] > 0 and events["failed"] == 0
+    [case] = report["cases"]
+    assert case["verdict"] == "pass" and case["detect_s"] is not None and case["recover_s"] is not None
+    # the report's counts are the sink's: the surge table holds exactly the events it says
+    table = f"loki_surge_{last.id}"
+    with psycopg.connect(services.postgres_dsn) as conn:
+        in_sink = conn.execute(f"SELECT coalesce(sum(num_of_bookings), 0) FROM {table}").fetchone()
+    assert in_sink is not None and int(in_sink[0]) == report["consumers"]["surge"]["events_output"]
+    assert report["consumers"]["surge"]["events_output"] == report["consumers"]["surge"]["events_expected"] > 0
+    assert Path(last.report or "").read_text().count("data:image/png;base64") >= 2
+    print(f"broker-pause: detected {case['detect_s']} s, recovered {case['recover_s']} s after the fault started")
+
+
+def test_loki_feed_records_exactly_what_the_broker_acknowledged(services: Services) -> None:
+    registry = Registry.connect(services.registry_url)
+    try:
+        perf = registry.stream("booking-log-perf")
+    finally:
+        registry.close()
+    assert perf is not None
+    ensure_topics({"bootstrap.servers": perf.bootstrap_servers}, dict.fromkeys(perf.topics, 2))
+    before = _ends(perf.bootstrap_servers, perf.topics)
+    run = subprocess.run(
+        [str(BIN_DIR / "loki"), "feed", "broker-pause", "--rate-scale", "0.05", "--time-scale", "0.05",
+         *_state(services)],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    row = next(line for line in run.stdout.splitlines() if line.strip().startswith("│ 0"))
+    sent, acked, failed, indeterminate, _malformed = (int(c.strip().replace(",", "")) for c in row.split("│")[2:7])
+    after = _ends(perf.bootstrap_servers, perf.topics)
+    assert sent == acked == sum(after[k] - before.get(k, 0) for k in after) > 5000
+    assert failed == indeterminate == 0
