@@ -328,16 +328,22 @@ def parse_spec(data: dict[str, Any]) -> DaggerSpec:
         raise SpecError(format_errors(e)) from None
 
 
-def load_spec(path: Path) -> DaggerSpec:
-    """A spec from a YAML or JSON file; relative `schemas` and sink paths resolve against the file's folder."""
+def read_mapping(path: Path, error: type[ValueError], what: str = "spec") -> dict[str, Any]:
+    """A YAML or JSON file holding a mapping; `error` says what is wrong with it (missing, not YAML, no mapping)."""
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
+        raise error(f"{path}: no such file") from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML/JSON: {e}") from None
+        raise error(f"{path}: not valid YAML/JSON: {e}") from None
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: expected a mapping of spec fields, got {type(data).__name__}")
+        raise error(f"{path}: expected a mapping of {what} fields, got {type(data).__name__}")
+    return data
+
+
+def load_spec(path: Path) -> DaggerSpec:
+    """A spec from a YAML or JSON file; relative `schemas` and sink paths resolve against the file's folder."""
+    data = read_mapping(path, SpecError)
     base = path.resolve().parent
     data["schemas"] = [str(base / p) for p in data.get("schemas") or []]
     return parse_spec(data)

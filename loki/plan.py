@@ -13,9 +13,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from jobs.spec import DaggerSpec, SpecError, parse_spec
+from jobs.spec import DaggerSpec, SpecError, parse_spec, read_mapping
 from loki.playbook import NETWORK_FAULTS, PERF_SUFFIX, Consumer, Playbook
 from loki.resources import Resource, covered, matching
 from odin.endpoints import Endpoints, Node
@@ -73,12 +71,7 @@ def _filled(value: Any, values: dict[str, str]) -> Any:
 def consumer_spec(c: Consumer, values: dict[str, str]) -> DaggerSpec:
     """The consumer's dagger spec with `${...}` filled in; relative `schemas` resolve against its spec file."""
     if c.spec_file is not None:
-        try:
-            data = yaml.safe_load(c.spec_file.read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise SpecError(f"{c.spec_file}: {e}") from None
-        if not isinstance(data, dict):
-            raise SpecError(f"{c.spec_file}: expected a mapping of spec fields")
+        data = read_mapping(c.spec_file, SpecError)
         data["schemas"] = [str(c.spec_file.resolve().parent / p) for p in data.get("schemas") or []]
     else:
         data = dict(c.spec or {})

@@ -16,10 +16,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from jobs.spec import SLUG, Duration, Model, parse_duration
+from jobs.spec import SLUG, Duration, Model, parse_duration, read_mapping
 
 PERF_SUFFIX = "-perf"
 STANDARD_DIR = Path(__file__).resolve().parent / "playbooks"  # the standard playbooks
@@ -399,13 +398,7 @@ def parse(data: Any, where: str = "playbook") -> Playbook:
 
 def load(path: Path) -> Playbook:
     """A playbook from a YAML or JSON file; a consumer's spec_file resolves against the playbook's folder."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise PlaybookError(f"{path}: no such file") from None
-    except yaml.YAMLError as e:
-        raise PlaybookError(f"{path}: not valid YAML/JSON: {e}") from None
-    playbook = parse(data, str(path))
+    playbook = parse(read_mapping(path, PlaybookError, "playbook"), str(path))
     base = path.resolve().parent
     consumers = [
         c.model_copy(update={"spec_file": _spec_path(base, c.spec_file)}) if c.spec_file else c

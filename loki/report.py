@@ -81,8 +81,8 @@ def verdicts(book: Playbook, result: RunResult, comparisons: dict[str, Compariso
         errors = [f"{f.resource}: {f.error}" for f in runs if f.error]
         detected = [f.detected_t - f.start_t for f in runs if f.detected_t is not None]
         recovered = [f.recovered_t - f.start_t for f in runs if f.recovered_t is not None]
-        v.detect_s = min(detected) if detected else None
-        v.recover_s = max(recovered) if recovered else None
+        v.detect_s = round(min(detected), 1) if detected else None
+        v.recover_s = round(max(recovered), 1) if recovered else None
         if errors:
             v.reasons += errors
         if detected and len(recovered) < len(detected):

@@ -23,6 +23,7 @@ from loki.store import SimulationStore
 from odin.kafka_ends import fetched_end
 from odin.paths import BIN_DIR
 from odin.registry import Registry
+from odin.registry.records import StreamRecord
 from tests.conftest import Services, consume_all
 
 ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
@@ -54,6 +55,18 @@ def _broker_pid(services: Services, name: str) -> int:
     assert services.stack is not None
     [pid] = [p.pid for p in processes.of_node(services.stack.nodes()[name]) if p.pid]
     return pid
+
+
+def _perf_stream(services: Services) -> StreamRecord:
+    """The booking log's perf twin, its topics created as the feeders make them."""
+    registry = Registry.connect(services.registry_url)
+    try:
+        perf = registry.stream("booking-log-perf")
+    finally:
+        registry.close()
+    assert perf is not None
+    ensure_topics({"bootstrap.servers": perf.bootstrap_servers}, dict.fromkeys(perf.topics, 2))
+    return perf
 
 
 def _state_letter(pid: int) -> str:
@@ -109,13 +122,7 @@ def test_a_fault_outside_the_blast_radius_is_refused_with_nothing_touched(servic
     leaves out; nothing is touched (same broker processes, running; same topic offsets)."""
     case = {"name": "data broker", "type": "pause", "target": "broker/kafka-broker", "start": "5s", "duration": "5s"}
     book = _playbook(tmp_path, "broker-pause", cases=[case])
-    registry = Registry.connect(services.registry_url)
-    try:
-        perf = registry.stream("booking-log-perf")
-    finally:
-        registry.close()
-    assert perf is not None
-    ensure_topics({"bootstrap.servers": perf.bootstrap_servers}, dict.fromkeys(perf.topics, 2))
+    perf = _perf_stream(services)
     pids = {n: _broker_pid(services, n) for n in ("kafka-broker", "kafka-perf")}
     offsets = _ends(perf.bootstrap_servers, perf.topics)
     run = subprocess.run(
@@ -209,13 +216,7 @@ def test_broker_pause_at_small_scale_loses_nothing_and_counts_nothing_twice(serv
 
 
 def test_loki_feed_records_exactly_what_the_broker_acknowledged(services: Services) -> None:
-    registry = Registry.connect(services.registry_url)
-    try:
-        perf = registry.stream("booking-log-perf")
-    finally:
-        registry.close()
-    assert perf is not None
-    ensure_topics({"bootstrap.servers": perf.bootstrap_servers}, dict.fromkeys(perf.topics, 2))
+    perf = _perf_stream(services)
     before = _ends(perf.bootstrap_servers, perf.topics)
     run = subprocess.run(
         [str(BIN_DIR / "loki"), "feed", "broker-pause", "--rate-scale", "0.05", "--time-scale", "0.05",
