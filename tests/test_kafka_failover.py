@@ -26,6 +26,7 @@ from jobs.spec import parse_spec
 from jobs.topics import ensure_topics
 from odin.catalog import Catalog
 from odin.catalog import sync as catalog_sync
+from odin.endpoints import DATA_BROKER, Endpoints
 from odin.mirror import Mirror, MirrorError
 from odin.paths import temporary_state_dir
 from odin.ports import stack_ports
@@ -64,8 +65,7 @@ def test_a_checkpoint_resumes_on_the_mirror_of_its_catalog_cluster_and_nowhere_e
 
 
 def _bootstrap(stack: Stack) -> str:
-    [node] = [n for n in stack.nodes().values() if n["role"] == "kafka_broker"]
-    return f"{node['host']}:{node['ports']['kafka']}"
+    return Endpoints(stack.nodes()).kafka_bootstrap
 
 
 def _mirrored(job: Mirror, want: int, timeout_s: float = 60) -> int:
@@ -151,8 +151,7 @@ def test_a_dead_primary_broker_switches_the_stream_to_its_mirror_and_the_sink_st
     copier.join(timeout=10)
     job.close()
 
-    [broker] = [n for n in two_brokers[0].nodes().values() if n["role"] == "kafka_broker"]
-    [process] = of_node(broker)
+    [process] = of_node(two_brokers[0].nodes()[DATA_BROKER])
     assert process.pid is not None
     os.killpg(process.pid, signal.SIGKILL)  # the primary is gone, and with it (in memory) every event it had
     fault = datetime.now(UTC)

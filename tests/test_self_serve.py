@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from odin.spec import Service
 from tests.conftest import Services, TeamCluster
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth
-from tests.test_dags import PERF_STREAM, _form
+from tests.test_dags import CLOSE, PERF_STREAM, _form
 from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
 from tests.trigger_form import TriggerForm, chromium
 
@@ -55,7 +54,7 @@ def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
 
 def _events(services: Services, team_cluster: TeamCluster, seed: int) -> None:
     events = list(booking_logs(1_000, seed=seed, start=START, rate=10))
-    produce_to_stream(services, team_cluster.registry, events, START + timedelta(minutes=8), PERF_STREAM)
+    produce_to_stream(services, team_cluster.registry, events, CLOSE, PERF_STREAM)
 
 
 def test_passwords_are_odins_and_private(airflow: Airflow) -> None:
@@ -90,7 +89,7 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
         record = registry.dagger(team, "surge-api")
         assert record is not None and record.state == "running"
         assert {e.actor for e in registry.history(f"dagger:{team}/surge-api")} == {"bob", "alice"}
-        truth = surge_truth(catalog_events(services, registry, PERF_STREAM))
+        truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
         assert sink_reaches(measurement, services, truth) == truth
     finally:
         Daggers(registry, team_cluster.state_dir).stop(team, "surge-api", "alice")
@@ -133,7 +132,7 @@ def test_a_person_deploys_a_dagger_with_the_trigger_form(
         record = registry.dagger(team, "surge-ui")
         assert record is not None and (record.state, record.cluster) == ("running", team_cluster.cluster)
         assert {e.actor for e in registry.history(f"dagger:{team}/surge-ui")} == {"alice"}
-        truth = surge_truth(catalog_events(services, registry, PERF_STREAM))
+        truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
         assert sink_reaches(measurement, services, truth) == truth
         assert (ARTIFACTS / "dagger-deploy-run.png").stat().st_size > 10_000
     finally:
