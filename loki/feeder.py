@@ -24,6 +24,7 @@ from jobs.generator import CITIES, booking, ping, request, stamp
 from loki.playbook import Feeder, Ramp, Spike, Steady
 
 PENDING, ACKED, FAILED = 0, 1, 2
+FATES, FATE_NAMES = (ACKED, FAILED, PENDING), ("acknowledged", "failed", "indeterminate")
 MALFORMED = b"\xff\xff\xff\xff\x0f"  # an unterminated varint: no protobuf message decodes from it
 SLICE_S = 0.01
 MAKERS: dict[str, Callable[..., ProtoMessage]] = {
@@ -105,22 +106,32 @@ class Feed:
             stamp(msg.event_timestamp, float(self.times[i]))
             yield i, msg
 
-    def payloads(self, fates: tuple[int, ...] = (ACKED,)) -> dict[str, list[bytes]]:
-        """The decodable events of these fates, serialized, per topic (what a dagger reading them must count)."""
-        out: dict[str, list[bytes]] = {t: [] for t in self.topics}
+    def digest(self, window_s: float) -> Digest:
+        """Every event regenerated once, folded into what the checks after a run need (see Digest)."""
+        field_name = KEY_FIELD.get(self.proto)
+        out = Digest()
         for i, msg in self.events():
-            if msg is not None and self.fates[i] in fates:
-                out[self.targets[self.slots[i]][0]].append(msg.SerializeToString())
+            fate = int(self.fates[i])
+            window = float(np.floor(self.times[i] / window_s) * window_s)
+            key = "(malformed)" if msg is None or field_name is None else str(getattr(msg, field_name))
+            out.keys.setdefault((window, key), [0, 0, 0])[FATES.index(fate)] += 1
+            if msg is None or fate == FAILED:
+                continue
+            topic, partition = self.targets[self.slots[i]]
+            payload = msg.SerializeToString()
+            out.payloads.setdefault(fate, {}).setdefault(topic, []).append(payload)
+            if fate == ACKED:
+                out.acked.setdefault((topic, partition), []).append((int(self.offsets[i]), hash(payload)))
         return out
 
     def per_window(self, window_s: float) -> dict[float, dict[str, int]]:
         """Events per window of event time (window start, epoch seconds) and fate."""
         starts = np.floor(self.times[: self.sent] / window_s) * window_s
         out: dict[float, dict[str, int]] = {}
-        for name, fate in (("acknowledged", ACKED), ("failed", FAILED), ("indeterminate", PENDING)):
+        for fate, name in zip(FATES, FATE_NAMES, strict=True):
             values, counts = np.unique(starts[self.fates[: self.sent] == fate], return_counts=True)
             for v, c in zip(values.tolist(), counts.tolist(), strict=True):
-                out.setdefault(v, {"acknowledged": 0, "failed": 0, "indeterminate": 0})[name] = c
+                out.setdefault(v, dict.fromkeys(FATE_NAMES, 0))[name] = c
         return dict(sorted(out.items()))
 
 
@@ -131,17 +142,22 @@ KEY_FIELD = {
 }
 
 
-def per_window_and_key(feed: Feed, window_s: float) -> dict[tuple[float, str], dict[str, int]]:
-    """The ground truth at its finest: events per (window start, key) and fate, from the regenerated events."""
-    field_name = KEY_FIELD.get(feed.proto)
-    out: dict[tuple[float, str], dict[str, int]] = {}
-    names = {ACKED: "acknowledged", FAILED: "failed", PENDING: "indeterminate"}
-    for i, msg in feed.events():
-        key = "(malformed)" if msg is None or field_name is None else str(getattr(msg, field_name))
-        start = float(np.floor(feed.times[i] / window_s) * window_s)
-        counts = out.setdefault((start, key), {"acknowledged": 0, "failed": 0, "indeterminate": 0})
-        counts[names[int(feed.fates[i])]] += 1
-    return out
+@dataclass
+class Digest:
+    """A feed's history as the checks after a run use it (payload hashes are this process's `hash`: compare them
+    only within the run's process).
+
+    payloads: decodable events acknowledged or indeterminate, serialized, per fate and topic (the ground truth's input)
+    acked: per topic-partition, (offset, payload hash) of every decodable acknowledged event (the broker check)
+    keys: per (window start, key), events acknowledged, failed and indeterminate (the ground truth at its finest)
+    """
+
+    payloads: dict[int, dict[str, list[bytes]]] = field(default_factory=dict)
+    acked: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
+    keys: dict[tuple[float, str], list[int]] = field(default_factory=dict)
+
+    def of(self, fates: tuple[int, ...], topics: list[str]) -> list[bytes]:
+        return [p for f in fates for t in topics for p in self.payloads.get(f, {}).get(t, [])]
 
 
 def _maker(feeder: Feeder, proto: str) -> Callable[[random.Random, int], ProtoMessage]:

@@ -3,6 +3,7 @@
 Names are paths a playbook's `blast_radius` and fault targets match with globs:
   broker/<node>                   a Kafka broker of the environment (the perf cluster's, for broker faults)
   spark/<team>/<cluster>/<node>   a master or worker of a team cluster
+  spark/<team>/<cluster>/active-master   whichever of its masters leads when the run is planned
   driver/<team>/<dagger>          the driver of a dagger running on a team cluster
   topic/<topic>                   a topic of the catalog
   host/<environment>              the machine(s) of the environment (CPU and memory pressure)
@@ -19,11 +20,13 @@ import psutil
 from confluent_kafka.admin import AdminClient
 
 from odin import processes
+from odin.cluster.health import check_cluster
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints, Node
 from odin.registry import Registry
 
 TIMEOUT_S = 5.0
+ACTIVE_MASTER = "active-master"
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,18 @@ def inventory(environment: str, nodes: dict[str, Node], registry: Registry, stat
     for c in registry.clusters(states=("ready", "failed")):
         if c.environment != environment:
             continue
-        for node in clusters.nodes(c.team, c.name).values():
+        nodes_of = clusters.nodes(c.team, c.name)
+        for node in nodes_of.values():
             role = node["role"].removeprefix("spark_")
             found.append(Resource(f"spark/{c.team}/{c.name}/{node['name']}", role, node=node, cluster=c.qualified_name))
             if node["role"] == "spark_worker":
                 workers_of.setdefault(c.qualified_name, []).append(node)
+        active = check_cluster(nodes_of, c.workers).active_master
+        if active is not None:  # which master leads is known only now: the alias names it for a fault
+            found.append(
+                Resource(f"spark/{c.team}/{c.name}/{ACTIVE_MASTER}", f"master (active: {active})",
+                         node=nodes_of[active], cluster=c.qualified_name)
+            )  # fmt: skip
     for d in registry.daggers(states=("running",)):
         if d.cluster is None or d.submission_id is None:
             continue

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from jobs.topics import ensure_topics
+from loki.broker_check import check as check_broker
 from loki.faults import revert
-from loki.feeder import run_feed
+from loki.feeder import FATE_NAMES, Digest, run_feed
 from loki.plan import plan, template_values
 from loki.playbook import Playbook
 from loki.report import build, write
@@ -23,8 +26,26 @@ from loki.resources import environment_nodes, inventory, registry_of
 from loki.simulate import Simulation
 from loki.store import SimulationStore, new_run_id
 from loki.verify import against_truth
+from odin.registry import Registry
 
 HALT_WAIT_S = 180
+TRUTH_WINDOW_S = 60.0  # the ground truth's windows (the surge query's)
+
+
+def registry_stream_bootstrap(registry: Registry, stream: str) -> str:
+    record = registry.stream(stream)
+    assert record is not None  # the plan checked it
+    return record.serving_bootstrap_servers
+
+
+def write_truth(digests: list[Digest], path: Path) -> None:
+    """The feeders' ground truth at its finest: events per window of event time and key, by fate."""
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["feeder", "window_start", "key", *FATE_NAMES])
+        for i, d in enumerate(digests):
+            for (window, key), counts in sorted(d.keys.items()):
+                out.writerow([i, datetime.fromtimestamp(window, UTC).isoformat(), key, *counts])
 
 
 def reports_dir(state_dir: Path, reports: Path | None) -> Path:
@@ -53,13 +74,19 @@ def run_playbook(
         run_dir.mkdir(parents=True, exist_ok=True)
         say(f"loki run {run_id}: {book.name} on {book.target.environment}; journal in the registry")
         result = Simulation(planned, run_id, registry, nodes, state, run_dir, actor, say=say).run()
-        comparisons = {}
+        comparisons, broker = {}, None
         try:
+            say("regenerating the feeders' events: the ground truth per window and key")
+            digests = [f.digest(TRUTH_WINDOW_S) for f in result.feeds]
+            write_truth(digests, run_dir / "ground_truth.csv")
+            say("reading the acknowledged events back from the broker")
+            topics = {t: registry_stream_bootstrap(registry, f.feeder.stream) for f in result.feeds for t in f.topics}
+            broker = check_broker(topics, digests)
             say("computing the ground truth and comparing every consumer's sink")
-            comparisons = against_truth(book, result)
+            comparisons = against_truth(book, result, digests)
         except Exception as e:
             result.errors.append(f"ground truth: {type(e).__name__}: {e}")
-        report = build(book, result, comparisons, registry)
+        report = build(book, result, comparisons, registry, broker)
         json_path, html_path = write(report, run_dir)
         summary = {"events": report["events"], "cases": report["cases"], "json": str(json_path)}
         SimulationStore(registry).finish(

@@ -110,6 +110,7 @@ class Simulation:
             report = stack.up(stack.resolve(None, {Service.kafka_broker}, None))
             if not report.ok:
                 raise FaultError(f"{r.name}: odin up did not bring it back")
+            self._ensure_feeder_topics()  # a broker back from a data-disk loss has none: as its operators would
 
     def _workers(self) -> dict[str, list[Node]]:
         out: dict[str, list[Node]] = {}
@@ -152,9 +153,7 @@ class Simulation:
 
     def _start_consumers(self) -> None:
         book, result = self.book, self.result
-        for i, f in enumerate(book.load.feeders):
-            bootstrap = self._feeder_bootstrap(f.stream)
-            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(self.plan.feeder_topics[i], f.partitions))
+        self._ensure_feeder_topics()
         targeted = {t.resource.removeprefix("link/") for t in self.plan.touches if t.resource.startswith("link/")}
         disks = {
             t.resource.removeprefix("dagger/")
@@ -183,6 +182,11 @@ class Simulation:
                 consumer_ops.start(consumer, None, self.actor)
             self.journal("consumer.started", consumer=c.name, dagger=consumer.qualified_name)
         self._wait_first_progress()
+
+    def _ensure_feeder_topics(self) -> None:
+        for i, f in enumerate(self.book.load.feeders):
+            bootstrap = self._feeder_bootstrap(f.stream)
+            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(self.plan.feeder_topics[i], f.partitions))
 
     def _feeder_bootstrap(self, stream: str) -> str:
         record = self.registry.stream(stream)

@@ -3,7 +3,6 @@ playbooks at small scale with their reports checked against the sink and the fee
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -11,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
@@ -25,13 +23,7 @@ from odin.paths import BIN_DIR
 from odin.registry import Registry
 from odin.registry.records import StreamRecord
 from tests.conftest import Services, consume_all
-
-ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
-
-
-def _state(services: Services) -> list[str]:
-    assert services.stack is not None
-    return ["--state-dir", str(services.stack.state_dir)]
+from tests.loki_runs import ENV, assert_accounted, assert_exact, simulate, state_args
 
 
 def _ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
@@ -86,7 +78,7 @@ def test_the_perf_mirror_copies_a_data_stream_into_its_perf_twin_offset_for_offs
     ensure_topics({"bootstrap.servers": stream.bootstrap_servers}, {topic: 2})
     produce(stream.bootstrap_servers, topic, api_logs(3000, seed=5), partitions=2)
     job = subprocess.Popen(
-        [str(BIN_DIR / "odin"), "mirror", "--perf", "api-log", *_state(services)],
+        [str(BIN_DIR / "odin"), "mirror", "--perf", "api-log", *state_args(services)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True,
     )  # fmt: skip
     try:
@@ -126,14 +118,14 @@ def test_a_fault_outside_the_blast_radius_is_refused_with_nothing_touched(servic
     pids = {n: _broker_pid(services, n) for n in ("kafka-broker", "kafka-perf")}
     offsets = _ends(perf.bootstrap_servers, perf.topics)
     run = subprocess.run(
-        [str(BIN_DIR / "loki"), "simulate", str(book), *_state(services)],
+        [str(BIN_DIR / "loki"), "simulate", str(book), *state_args(services)],
         capture_output=True, text=True, env=ENV, timeout=300,
     )  # fmt: skip
     assert run.returncode == 1, run.stdout + run.stderr
     assert "broker/kafka-broker is outside blast_radius" in run.stderr
     plan = subprocess.run(
         [str(BIN_DIR / "loki"), "plan", str(_playbook(tmp_path, "broker-pause", blast_radius=["broker/*",
-         "dagger/surge", "topic/*-perf"], cases=yaml.safe_load(book.read_text())["cases"])), *_state(services)],
+         "dagger/surge", "topic/*-perf"], cases=yaml.safe_load(book.read_text())["cases"])), *state_args(services)],
         capture_output=True, text=True, env=ENV, timeout=300,
     )  # fmt: skip
     assert plan.returncode == 1
@@ -157,7 +149,7 @@ def test_loki_halt_reverts_a_running_fault(services: Services, tmp_path: Path) -
     )  # fmt: skip
     pid = _broker_pid(services, "kafka-perf")
     run = subprocess.Popen(
-        [str(BIN_DIR / "loki"), "simulate", str(book), *_state(services)],
+        [str(BIN_DIR / "loki"), "simulate", str(book), *state_args(services)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, start_new_session=True,
     )  # fmt: skip
     try:
@@ -166,7 +158,7 @@ def test_loki_halt_reverts_a_running_fault(services: Services, tmp_path: Path) -
             time.sleep(0.5)
         assert _state_letter(pid) == "T", "the fault never started"
         halted = subprocess.run(
-            [str(BIN_DIR / "loki"), "halt", *_state(services)], capture_output=True, text=True, env=ENV, timeout=300
+            [str(BIN_DIR / "loki"), "halt", *state_args(services)], capture_output=True, text=True, env=ENV, timeout=300
         )
         assert halted.returncode == 0, halted.stdout + halted.stderr
         assert "halting" in halted.stdout
@@ -188,30 +180,11 @@ def test_loki_halt_reverts_a_running_fault(services: Services, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_broker_pause_at_small_scale_loses_nothing_and_counts_nothing_twice(services: Services) -> None:
-    run = subprocess.run(
-        [str(BIN_DIR / "loki"), "simulate", "broker-pause", "--rate-scale", "0.1", "--time-scale", "0.4",
-         *_state(services)],
-        capture_output=True, text=True, env=ENV, timeout=900,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    registry = Registry.connect(services.registry_url)
-    try:
-        [last] = SimulationStore(registry).runs(playbook="broker-pause", state="finished")[:1]
-    finally:
-        registry.close()
-    report = json.loads(Path(last.summary["json"]).read_text())
-    events = report["events"]
-    assert events["lost"] == 0 and events["duplicated"] == 0, report["consumers"]
-    assert events["acknowledged"] > 0 and events["failed"] == 0
+    report, record = simulate(services, "broker-pause")
+    assert_accounted(report, services, record)
+    assert_exact(report)
     [case] = report["cases"]
-    assert case["verdict"] == "pass" and case["detect_s"] is not None and case["recover_s"] is not None
-    # the report's counts are the sink's: the surge table holds exactly the events it says
-    table = f"loki_surge_{last.id}"
-    with psycopg.connect(services.postgres_dsn) as conn:
-        in_sink = conn.execute(f"SELECT coalesce(sum(num_of_bookings), 0) FROM {table}").fetchone()
-    assert in_sink is not None and int(in_sink[0]) == report["consumers"]["surge"]["events_output"]
-    assert report["consumers"]["surge"]["events_output"] == report["consumers"]["surge"]["events_expected"] > 0
-    assert Path(last.report or "").read_text().count("data:image/png;base64") >= 2
+    assert case["detect_s"] is not None and case["recover_s"] is not None
     print(f"broker-pause: detected {case['detect_s']} s, recovered {case['recover_s']} s after the fault started")
 
 
@@ -220,7 +193,7 @@ def test_loki_feed_records_exactly_what_the_broker_acknowledged(services: Servic
     before = _ends(perf.bootstrap_servers, perf.topics)
     run = subprocess.run(
         [str(BIN_DIR / "loki"), "feed", "broker-pause", "--rate-scale", "0.05", "--time-scale", "0.05",
-         *_state(services)],
+         *state_args(services)],
         capture_output=True, text=True, env=ENV, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr

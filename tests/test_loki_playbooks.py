@@ -13,11 +13,14 @@ import pytest
 import yaml
 
 from jobs.sinks.base import OutputShape
+from loki.broker_check import BrokerCheck
 from loki.cli import PLAYBOOKS_DIR
-from loki.feeder import due
+from loki.feeder import ACKED, FAILED, PENDING, Feed, due
 from loki.plan import plan
-from loki.playbook import PlaybookError, Ramp, Spike, Steady, load, parse
+from loki.playbook import Feeder, PlaybookError, Ramp, Spike, Steady, load, parse
+from loki.report import verdicts
 from loki.resources import Resource
+from loki.simulate import FaultRun, RunResult
 from loki.truth import compare
 from odin.paths import BIN_DIR
 from odin.registry.records import StreamRecord
@@ -161,3 +164,41 @@ def test_the_comparison_counts_lost_and_duplicated_events_per_window() -> None:
     bounded = compare(truth, output[:3], shape, "n", upper)
     assert (bounded.lost, bounded.duplicated, bounded.indeterminate_counted) == (2, 0, 2)
     assert compare(truth, truth, shape, "n").exact
+
+
+def test_a_broker_loss_passes_only_when_the_sink_lost_no_more_than_the_broker() -> None:
+    shape = OutputShape(("city", "window_end"), ("n",), "window_end")
+    lost_three = {"surge": compare([{"city": 1, "window_end": "w1", "n": 10}],
+                                   [{"city": 1, "window_end": "w1", "n": 7}], shape, "n")}  # fmt: skip
+    data = yaml.safe_load((PLAYBOOKS_DIR / "broker-loss.yaml").read_text())
+    data["load"]["consumers"][0]["spec_file"] = str(PLAYBOOKS_DIR / "consumers" / "surge.yaml")
+    book = parse(data)
+    [case] = book.cases
+    result = RunResult("r", faults=[FaultRun(case.name, case.type, "broker/kafka-perf", 45.0, 55.0)])
+    [explained] = verdicts(book, result, lost_three, BrokerCheck(acknowledged=10, gone=5))
+    assert explained.verdict == "pass", explained
+    [beyond] = verdicts(book, result, lost_three, BrokerCheck(acknowledged=10, gone=1))
+    assert beyond.reasons == ["2 event(s) lost beyond the 1 the broker lost"]
+    paused = parse({**data, "cases": [{**data["cases"][0], "type": "pause"}]})
+    [strict] = verdicts(paused, result, lost_three, BrokerCheck(acknowledged=10, gone=1))
+    assert strict.reasons == ["3 event(s) lost", "1 acknowledged event(s) gone from the broker"]
+
+
+def test_a_feeds_digest_keeps_every_event_by_fate_window_and_key() -> None:
+    feeder = Feeder.model_validate(
+        {"stream": "booking-log-perf", "rate": {"shape": "steady", "events_per_s": 10}, "duration": "1s", "keys": 3}
+    )
+    feed = Feed(feeder, "daggers.events.BookingLog", ["t"], capacity=6)
+    feed.targets, feed.sent = [("t", 0), ("t", 1)], 6
+    feed.times[:] = [0.0, 10.0, 59.0, 60.0, 61.0, 62.0]
+    feed.slots[:] = [0, 1, 0, 1, 0, 1]
+    feed.fates[:] = [ACKED, ACKED, FAILED, PENDING, ACKED, ACKED]
+    feed.offsets[:] = [0, 0, -1, -1, 1, 1]
+    feed.malformed[5] = True  # acknowledged, but no dagger decodes it: not in the truth's input
+    digest = feed.digest(60.0)
+    per_window: dict[float, list[int]] = {}
+    for (window, _key), counts in digest.keys.items():
+        per_window[window] = [a + b for a, b in zip(per_window.get(window, [0, 0, 0]), counts, strict=True)]
+    assert per_window == {0.0: [2, 1, 0], 60.0: [2, 0, 1]}  # acknowledged, failed, indeterminate
+    assert len(digest.of((ACKED,), ["t"])) == 3 and len(digest.of((ACKED, PENDING), ["t"])) == 4
+    assert sorted(o for events in digest.acked.values() for o, _ in events) == [0, 0, 1]

@@ -1,0 +1,81 @@
+"""Running a standard playbook at small scale through `loki simulate`, and checking its report against what is
+really there: the consumer's sink table, the broker, and the feeders' ground truth beside the report."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from loki.store import Simulation, SimulationStore
+from odin.paths import BIN_DIR
+from odin.registry import Registry
+from tests.conftest import Services
+
+ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
+
+
+def state_args(services: Services) -> list[str]:
+    assert services.stack is not None
+    return ["--state-dir", str(services.stack.state_dir)]
+
+
+def simulate(
+    services: Services, playbook: str, *args: str, rate: float = 0.1, time_scale: float = 0.4
+) -> tuple[dict[str, Any], Simulation]:
+    """`loki simulate` as a person runs it; its report and its record in the simulation store."""
+    run = subprocess.run(
+        [str(BIN_DIR / "loki"), "simulate", playbook, "--rate-scale", str(rate), "--time-scale", str(time_scale),
+         *args, *state_args(services)],
+        capture_output=True, text=True, env=ENV, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    run_id = re.search(r"loki run (\S+):", run.stdout)
+    assert run_id is not None, run.stdout[-2000:]
+    registry = Registry.connect(services.registry_url)
+    try:
+        record = SimulationStore(registry).get(run_id.group(1))
+    finally:
+        registry.close()
+    assert record is not None and record.state == "finished", record
+    return json.loads(Path(record.summary["json"]).read_text()), record
+
+
+def sink_events(services: Services, run_id: str) -> int:
+    """The bookings the surge consumer's table counts (loki/playbooks/consumers/surge.yaml)."""
+    with psycopg.connect(services.postgres_dsn) as conn:
+        row = conn.execute(f"SELECT coalesce(sum(num_of_bookings), 0) FROM loki_surge_{run_id}").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def assert_accounted(report: dict[str, Any], services: Services, record: Simulation) -> None:
+    """The report's numbers are the world's: the sink holds what it says was output, the ground truth file adds up
+    to what it says was acknowledged, failed or indeterminate, and the broker check read every acknowledged event."""
+    events, surge = report["events"], report["consumers"]["surge"]
+    assert sink_events(services, record.id) == surge["events_output"]
+    assert surge["events_lost"] == events["lost"] and surge["events_duplicated"] == events["duplicated"]
+    assert surge["events_expected"] - events["lost"] + events["duplicated"] <= surge["events_output"]
+    with (Path(record.summary["json"]).parent / report["ground_truth"]).open() as f:
+        rows = list(csv.DictReader(f))
+    for fate in ("acknowledged", "failed", "indeterminate"):
+        assert sum(int(r[fate]) for r in rows) == events[fate], fate
+    assert report["broker"]["acknowledged"] == events["acknowledged"] - events["malformed"]
+    assert events["acknowledged"] > 0 and surge["events_expected"] > 0
+    html = Path(record.report or "").read_text()
+    assert html.count("data:image/png;base64") >= 2  # the timeline, and the windows against the ground truth
+
+
+def assert_exact(report: dict[str, Any]) -> None:
+    """Nothing lost, nothing counted twice, nothing gone from the broker, every case passed."""
+    events = report["events"]
+    assert (events["lost"], events["duplicated"], events["gone_from_broker"]) == (0, 0, 0), report["consumers"]
+    assert report["consumers"]["surge"]["events_output"] == report["consumers"]["surge"]["events_expected"]
+    assert [c["verdict"] for c in report["cases"]] == ["pass"] * len(report["cases"]), report["cases"]
+    assert report["verdict"] == "pass" and report["score"] == 100.0

@@ -1,0 +1,43 @@
+"""Loki's local standard playbooks at small scale against the real stack (a tenth of the rate, 0.4 of the time):
+each report's numbers checked against the sink, the broker and the feeders' ground truth."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Services
+from tests.loki_runs import assert_accounted, assert_exact, simulate
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_network_partition_between_the_dagger_and_kafka_loses_nothing(services: Services) -> None:
+    report, record = simulate(services, "network-partition")
+    assert_accounted(report, services, record)
+    assert_exact(report)
+    [fault] = report["faults"]
+    assert fault["error"] is None and fault["end_t"] - fault["start_t"] >= 11  # 30 s at 0.4 of the time
+
+
+def test_cpu_pressure_slows_the_dagger_and_it_catches_up(services: Services) -> None:
+    report, record = simulate(services, "cpu-pressure", time_scale=0.25)
+    assert_accounted(report, services, record)
+    assert_exact(report)
+
+
+def test_a_broker_loss_shows_exactly_what_the_broker_lost_and_nothing_else_is_lost(services: Services) -> None:
+    report, record = simulate(services, "broker-loss")
+    assert_accounted(report, services, record)
+    events = report["events"]
+    assert events["gone_from_broker"] > 0, "a broker on memory storage came back with what it had acknowledged"
+    assert events["lost"] <= events["gone_from_broker"] and events["duplicated"] == 0, events
+    assert report["cases"][0]["verdict"] == "pass", report["cases"]
+
+
+def test_a_load_ramp_reports_the_highest_rate_the_dagger_sustains(services: Services) -> None:
+    report, record = simulate(services, "load-ramp", rate=0.05, time_scale=0.25)
+    assert_accounted(report, services, record)
+    assert report["events"]["lost"] == report["events"]["duplicated"] == 0
+    fed = [s["sent"] for s in report["timeline"]]
+    assert report["max_sustained_rate"] is not None and 0 < report["max_sustained_rate"] <= 3000 * 1.2, report
+    assert fed == sorted(fed)
