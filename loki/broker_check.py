@@ -27,9 +27,10 @@ class BrokerCheck:
     gone: int = 0
     duplicated: int = 0
     gone_by_partition: dict[str, int] = field(default_factory=dict)
+    gone_hashes: set[int] = field(default_factory=set)  # payload hashes (this process's) of the events gone
 
     def to_dict(self) -> dict[str, object]:
-        return vars(self).copy()
+        return {k: v for k, v in vars(self).items() if k != "gone_hashes"}
 
 
 def _stored(consumer: Consumer, topic: str, partition: int, start: int) -> np.ndarray:
@@ -80,10 +81,13 @@ def check(bootstrap: dict[str, str], digests: list[Digest]) -> BrokerCheck:
             keys, sent_n = np.unique(sent, return_counts=True)
             found, found_n = np.unique(stored, return_counts=True)
             on_broker = np.zeros(len(keys), np.int64)
-            at = np.searchsorted(found, keys)
-            hit = (at < len(found)) & (found[np.minimum(at, len(found) - 1)] == keys) if len(found) else at < 0
-            on_broker[hit] = found_n[at[hit]]
-            gone = int(np.maximum(sent_n - on_broker, 0).sum())
+            if len(found):
+                at = np.minimum(np.searchsorted(found, keys), len(found) - 1)
+                hit = found[at] == keys
+                on_broker[hit] = found_n[at[hit]]
+            missing = sent_n > on_broker
+            out.gone_hashes |= set(keys[missing].tolist())
+            gone = int((sent_n - on_broker)[missing].sum())
             out.acknowledged += len(sent)
             out.gone += gone
             out.duplicated += int(np.maximum(on_broker - sent_n, 0).sum())

@@ -71,9 +71,10 @@ def max_sustained_rate(result: RunResult) -> float | None:
 def verdicts(
     book: Playbook, result: RunResult, comparisons: dict[str, Comparison], broker: BrokerCheck | None = None
 ) -> list[CaseVerdict]:
-    """A case passes when nothing was lost or counted twice; a broker_loss case, when the sink lost nothing but what
-    the broker lost (an event the broker no longer has, a dagger cannot count) and counted nothing twice."""
+    """A case passes when nothing was lost or counted twice; a broker_loss case, when the sink lost nothing the
+    broker still had (what it lost, a dagger cannot count) and counted nothing twice."""
     lost = sum(c.lost for c in comparisons.values())
+    beyond = sum(c.beyond_broker for c in comparisons.values())
     duplicated = sum(c.duplicated for c in comparisons.values())
     gone = broker.gone if broker is not None else 0
     out = []
@@ -94,8 +95,8 @@ def verdicts(
         if detected and len(recovered) < len(detected):
             v.reasons.append("the steady state did not come back before the run ended")
         if case.type == "broker_loss":
-            if lost > gone:
-                v.reasons.append(f"{lost - gone} event(s) lost beyond the {gone} the broker lost")
+            if beyond:
+                v.reasons.append(f"{beyond} event(s) lost that the broker still had")
         else:
             if lost:
                 v.reasons.append(f"{lost} event(s) lost")
@@ -175,6 +176,7 @@ def build(
             "indeterminate": sum(f["indeterminate"] for f in feeds),
             "malformed": sum(f["malformed"] for f in feeds),
             "lost": sum(c.lost for c in comparisons.values()),
+            "lost_with_the_broker": sum(c.lost - c.beyond_broker for c in comparisons.values()),
             "duplicated": sum(c.duplicated for c in comparisons.values()),
             "indeterminate_counted": sum(c.indeterminate_counted for c in comparisons.values()),
             "gone_from_broker": broker.gone if broker is not None else None,

@@ -56,10 +56,16 @@ class Comparison:
     windows: list[WindowCheck] = field(default_factory=list)
     count_column: str | None = None
     indeterminate_counted: int = 0  # events counted that were indeterminate (within the upper bound)
+    lost_beyond_broker: int | None = None  # lost against the events the broker still has (None: it lost none)
 
     @property
     def lost(self) -> int:
         return sum(w.lost for w in self.windows)
+
+    @property
+    def beyond_broker(self) -> int:
+        """Events lost that the broker still had: the platform's loss, whatever the broker lost."""
+        return self.lost if self.lost_beyond_broker is None else self.lost_beyond_broker
 
     @property
     def duplicated(self) -> int:
@@ -79,6 +85,7 @@ class Comparison:
             "events_expected": sum(w.expected_events for w in self.windows),
             "events_output": sum(w.output_events for w in self.windows),
             "events_lost": self.lost,
+            "events_lost_beyond_broker": self.beyond_broker,
             "events_duplicated": self.duplicated,
             "events_indeterminate_counted": self.indeterminate_counted,
         }

@@ -12,7 +12,11 @@ from loki.simulate import RunResult
 from loki.truth import Comparison, compare, read_postgres_sink
 
 
-def against_truth(book: Playbook, result: RunResult, digests: list[Digest]) -> dict[str, Comparison]:
+def against_truth(
+    book: Playbook, result: RunResult, digests: list[Digest], gone: set[int] | None = None
+) -> dict[str, Comparison]:
+    """`gone`: hashes of acknowledged events the broker no longer has; the output is also compared with the truth
+    over the rest, so a loss splits exactly into what went with the broker and what the platform lost."""
     counts = {c.name: c.count_column for c in book.load.consumers}
     if not result.consumers or not digests:
         return {}
@@ -31,6 +35,10 @@ def against_truth(book: Playbook, result: RunResult, digests: list[Digest]) -> d
                 upper = batch_over(plan, spark, both).to_pylist()
             output = read_postgres_sink(consumer.spec)
             comparisons[name] = compare(expected, output, plan.shape, counts.get(name), upper)
+            if gone:
+                kept = [[p for p in payloads if hash(p) not in gone] for payloads in acked]
+                on_broker = compare(batch_over(plan, spark, kept).to_pylist(), output, plan.shape, counts.get(name))
+                comparisons[name].lost_beyond_broker = on_broker.lost
         return comparisons
     finally:
         spark.stop()

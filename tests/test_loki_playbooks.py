@@ -175,10 +175,13 @@ def test_a_broker_loss_passes_only_when_the_sink_lost_no_more_than_the_broker() 
     book = parse(data)
     [case] = book.cases
     result = RunResult("r", faults=[FaultRun(case.name, case.type, "broker/kafka-perf", 45.0, 55.0)])
+    lost_three["surge"].lost_beyond_broker = 0  # the three were among what the broker lost
     [explained] = verdicts(book, result, lost_three, BrokerCheck(acknowledged=10, gone=5))
     assert explained.verdict == "pass", explained
+    lost_three["surge"].lost_beyond_broker = 2
     [beyond] = verdicts(book, result, lost_three, BrokerCheck(acknowledged=10, gone=1))
-    assert beyond.reasons == ["2 event(s) lost beyond the 1 the broker lost"]
+    assert beyond.reasons == ["2 event(s) lost that the broker still had"]
+    lost_three["surge"].lost_beyond_broker = None
     paused = parse({**data, "cases": [{**data["cases"][0], "type": "pause"}]})
     [strict] = verdicts(paused, result, lost_three, BrokerCheck(acknowledged=10, gone=1))
     assert strict.reasons == ["3 event(s) lost", "1 acknowledged event(s) gone from the broker"]
