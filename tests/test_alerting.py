@@ -147,17 +147,21 @@ def _driver_processes(worker_pid: int, submission_id: str) -> list[psutil.Proces
     raise AssertionError(f"no driver process {submission_id} under worker {worker_pid}")
 
 
-def _ended(processes: list[psutil.Process], timeout_s: float) -> bool:
-    """The driver's Python leaves a moment after its JVM (once it sees the gateway gone): wait for it, bounded."""
+def _survivors(processes: list[psutil.Process], timeout_s: float) -> list[str]:
+    """The driver's Python leaves a moment after its JVM (once it sees the gateway gone): wait for it, bounded; what
+    is still running then, with its command line."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes):
-                return True
-        except psutil.NoSuchProcess:
-            continue
+    while True:
+        alive = []
+        for p in processes:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(f"{p.pid} {p.status()} {' '.join(p.cmdline())[:300]}")
+            except psutil.NoSuchProcess:
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
         time.sleep(0.5)
-    return False
 
 
 def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_the_registry(
@@ -225,4 +229,4 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
     )
     assert re.search(rf"DaggerStalled\s+.\s+critical\s+.\s+dagger:{team}/stall\s+.\s+team-{team}", shown.stdout), shown
     daggers.stop(team, "stall", team_cluster.member)
-    assert _ended(stopped, timeout_s=30), "the stalled driver outlived its stop"
+    assert _survivors(stopped, timeout_s=30) == [], "the stalled driver outlived its stop"

@@ -157,7 +157,7 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     assert record is not None and (record.state, record.cluster) == ("running", "main")
     assert record.schema_versions == {PERF_STREAM: registry.stream(PERF_STREAM).schema_version}  # type: ignore[union-attr]
     truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
-    assert sink_reaches(measurement, services, truth) == truth
+    assert sink_reaches(measurement, services, truth, until=CLOSE) == truth
 
     listed = _airflow(["dags", "test", "dagger_list", "-c", json.dumps({"team": team})], env)
     assert listed.returncode == 0 and "surge-form" in listed.stdout + listed.stderr

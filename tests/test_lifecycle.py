@@ -105,13 +105,23 @@ def _spec(team: str, measurement: str, services: Services, sql: str = SURGE_SQL)
     }
 
 
-def sink_reaches(measurement: str, services: Services, expected: Counter, timeout_s: float = 120) -> Counter:
-    """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff)."""
+def sink_reaches(
+    measurement: str, services: Services, expected: Counter, timeout_s: float = 120, until: datetime | None = None
+) -> Counter:
+    """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff). With `until`,
+    only its windows ending by then: a perf stream also carries Loki's live load, whose windows close as it goes."""
+
+    def read() -> Counter:
+        got = influx_surge(services, 2, measurement)
+        return (
+            got if until is None else Counter({k: n for k, n in got.items() if datetime.fromisoformat(k[3]) <= until})
+        )
+
     deadline = time.monotonic() + timeout_s
-    got = influx_surge(services, 2, measurement)
+    got = read()
     while got != expected and time.monotonic() < deadline:
         time.sleep(2)
-        got = influx_surge(services, 2, measurement)
+        got = read()
     return got
 
 

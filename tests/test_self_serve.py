@@ -90,7 +90,7 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
         assert record is not None and record.state == "running"
         assert {e.actor for e in registry.history(f"dagger:{team}/surge-api")} == {"bob", "alice"}
         truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
-        assert sink_reaches(measurement, services, truth) == truth
+        assert sink_reaches(measurement, services, truth, until=CLOSE) == truth
     finally:
         Daggers(registry, team_cluster.state_dir).stop(team, "surge-api", "alice")
 
@@ -133,7 +133,7 @@ def test_a_person_deploys_a_dagger_with_the_trigger_form(
         assert record is not None and (record.state, record.cluster) == ("running", team_cluster.cluster)
         assert {e.actor for e in registry.history(f"dagger:{team}/surge-ui")} == {"alice"}
         truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
-        assert sink_reaches(measurement, services, truth) == truth
+        assert sink_reaches(measurement, services, truth, until=CLOSE) == truth
         assert (ARTIFACTS / "dagger-deploy-run.png").stat().st_size > 10_000
     finally:
         Daggers(registry, team_cluster.state_dir).stop(team, "surge-ui", "alice")
