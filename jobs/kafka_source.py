@@ -14,6 +14,7 @@ query unless the stream allows data loss (`kafka.fail_on_data_loss: false`), lik
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -41,6 +42,8 @@ from odin.kafka_ends import fetched_end
 FORMAT = "dagger_kafka"
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
 METADATA_TIMEOUT_S = 10.0
+_log = logging.getLogger(__name__)
+GONE_CHECK_S = 5.0  # a range that gets no record for this long asks the broker whether its events still exist
 STALL_TIMEOUT_S = 60.0  # a task that gets no record for this long while records are due fails (Spark retries)
 AUTO_AGREEMENTS = 20  # `high_watermark: auto` trusts the broker after this many probes agreeing with it
 PROBE_POLL_S = 0.05
@@ -397,6 +400,29 @@ class KafkaTailReader(DataSourceReader):
         yield from read_range(self.opts.stream, self.opts.decoder(), partition, dead_letters=False)
 
 
+def _gone(part: RangePartition, position: int, stream: StreamSpec) -> bool:
+    """Whether the rest of the planned range is no longer on the broker (retention deleted it after the batch was
+    planned, or the broker lost its data): DataLossError, or with `fail_on_data_loss: false` the rest is skipped,
+    as Spark's Kafka source does (logged; the next batch's plan reports the gap). Asked when the range stalls or the
+    broker says the offset is out of range; a broker that does not answer is not a loss."""
+    tp = TopicPartition(part.topic, part.partition)
+    probe = Consumer(kafka_config(stream, consumer=True, **{"group.id": f"dagger-probe-{part.topic}"}))
+    try:
+        low, reported = probe.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
+        end = fetched_end(probe, tp, low, reported, METADATA_TIMEOUT_S)
+    except KafkaException:
+        return False
+    finally:
+        probe.close()
+    if low <= position < end:
+        return False  # still there: only slow
+    gap = Gap(Partition(part.topic, part.partition), position, low, end)
+    if stream.kafka.fail_on_data_loss:
+        raise DataLossError.of([gap])
+    _log.warning("skipping the rest of a planned range, [%s, %s): %s", position, part.end, gap.describe())
+    return True
+
+
 def read_range(
     stream: StreamSpec,
     decoder: Decoder,
@@ -438,6 +464,7 @@ def read_range(
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pending: list[Any] = []
         last_progress = time.monotonic()
+        next_check = last_progress + GONE_CHECK_S
         position = part.start
         while position < part.end:
             msgs = consumer.consume(min(DECODE_CHUNK, part.end - position), timeout=0.2)
@@ -446,6 +473,10 @@ def read_range(
                 pos = consumer.position([TopicPartition(part.topic, part.partition)])[0].offset
                 if pos not in (OFFSET_END, -1001) and pos >= part.end:
                     break
+                if time.monotonic() > next_check:  # asked at most every GONE_CHECK_S: a paused broker is slow
+                    next_check = time.monotonic() + GONE_CHECK_S
+                    if _gone(part, position, stream):
+                        break
                 if time.monotonic() - last_progress > STALL_TIMEOUT_S:
                     raise KafkaException(
                         f"{part.topic}[{part.partition}]: no records for {STALL_TIMEOUT_S:.0f}s at offset {position}, "
@@ -453,14 +484,12 @@ def read_range(
                     )
                 continue
             last_progress = time.monotonic()
+            next_check = last_progress + GONE_CHECK_S
             for m in msgs:
                 if m.error() is not None:
-                    if m.error().code() == KafkaError._AUTO_OFFSET_RESET:
-                        # Deleted (retention) after the batch was planned. Failing is the only honest answer, even
-                        # with fail_on_data_loss: false, as the planned range cannot change on replay.
-                        tp = TopicPartition(part.topic, part.partition)
-                        low, end = consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
-                        raise DataLossError.of([Gap(Partition(part.topic, part.partition), position, low, end)])
+                    if m.error().code() == KafkaError._AUTO_OFFSET_RESET and _gone(part, position, stream):
+                        position = part.end
+                        break
                     raise KafkaException(m.error())
                 off = m.offset()
                 if off >= part.end:

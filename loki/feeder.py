@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from google.protobuf.message import Message as ProtoMessage
 
 from jobs.generator import CITIES, booking, ping, request, stamp
@@ -27,6 +27,8 @@ PENDING, ACKED, FAILED = 0, 1, 2
 FATES, FATE_NAMES = (ACKED, FAILED, PENDING), ("acknowledged", "failed", "indeterminate")
 MALFORMED = b"\xff\xff\xff\xff\x0f"  # an unterminated varint: no protobuf message decodes from it
 SLICE_S = 0.01
+# Delivery errors after which the event may still have been written: indeterminate, never counted as failed.
+MAYBE_WRITTEN = frozenset({KafkaError._MSG_TIMED_OUT, KafkaError._FATAL, KafkaError._PURGE_INFLIGHT})
 MAKERS: dict[str, Callable[..., ProtoMessage]] = {
     "daggers.events.BookingLog": booking,
     "daggers.events.DriverLocationPing": ping,
@@ -105,6 +107,17 @@ class Feed:
                 continue
             stamp(msg.event_timestamp, float(self.times[i]))
             yield i, msg
+
+    def acked_ends(self) -> dict[tuple[str, int], int]:
+        """Per (topic, partition), the offset after the latest event acknowledged so far (the latest sent, not the
+        highest offset: a broker back empty numbers from 0 again)."""
+        offsets, slots = self.offsets[: self.sent], self.slots[: self.sent]
+        out = {}
+        for slot, target in enumerate(self.targets):
+            acked = np.flatnonzero((slots == slot) & (offsets >= 0))
+            if acked.size:
+                out[target] = int(offsets[acked[-1]]) + 1
+        return out
 
     def digest(self, window_s: float) -> Digest:
         """Every event regenerated once, folded into what the checks after a run need (see Digest)."""
@@ -188,16 +201,15 @@ def run_feed(
     capacity = due(feeder.rate, duration, duration) + 16
     feed = Feed(feeder, proto, topics, capacity)
     feed.targets = [(t, p) for t in topics for p in range(feeder.partitions)]
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,  # a retried send is not a duplicate
-            "acks": "all",
-            "linger.ms": 5,
-            "queue.buffering.max.messages": 1_000_000,
-            "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
-        }
-    )
+    config = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,  # a retried send is not a duplicate
+        "acks": "all",
+        "linger.ms": 5,
+        "queue.buffering.max.messages": 1_000_000,
+        "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
+    }
+    producer, retired = Producer(config), []
     if feeder.city not in {c.name for c in CITIES}:
         raise ValueError(f"city: {feeder.city!r} is not one of {', '.join(c.name for c in CITIES)}")
     make = _maker(feeder, proto)
@@ -209,7 +221,7 @@ def run_feed(
             feed.fates[i], feed.offsets[i] = ACKED, msg.offset()
             return
         feed.errors[err.name()] = feed.errors.get(err.name(), 0) + 1
-        if err.code() != KafkaError._MSG_TIMED_OUT:  # a timed-out send may have been written: indeterminate
+        if err.code() not in MAYBE_WRITTEN:
             feed.fates[i] = FAILED
 
     started = time.monotonic()
@@ -234,6 +246,18 @@ def run_feed(
                 producer.produce(topic, value, partition=partition, on_delivery=partial(delivered, i))
             except BufferError:
                 producer.poll(0.05)  # the local queue is full: the broker is slow or away; retry this event
+                if stop.is_set():
+                    break
+                continue
+            except KafkaException as e:
+                if not e.args[0].fatal():
+                    raise
+                # An idempotent producer dies when its broker forgets it (a broker back from a data loss): what it
+                # held gets its delivery reports, and a new producer goes on, as a service's would.
+                feed.errors["producer restarted"] = feed.errors.get("producer restarted", 0) + 1
+                producer.poll(0)
+                retired.append(producer)
+                producer = Producer(config)
                 continue
             feed.sent += 1
         producer.poll(0)
@@ -241,7 +265,9 @@ def run_feed(
             on_tick(feed)
             next_tick = time.monotonic() + 1.0
         time.sleep(SLICE_S)
-    producer.flush(linger_s)
+    deadline = time.monotonic() + linger_s
+    for p in (*retired, producer):
+        p.flush(max(0.0, deadline - time.monotonic()))
     if on_tick is not None:
         on_tick(feed)
     return feed

@@ -1,7 +1,10 @@
 """Steady-state probes of the consumers, and the samples of a run's timeline (what the report plots).
 
-A consumer's lag and processed events come from its telemetry in VictoriaMetrics (`dagger_metrics`, written by the
-dagger at every batch); whether it runs, from its process (local) or its driver's processes (cluster).
+A consumer's lag is measured from outside: the events the broker acknowledged to the feeders, per partition, minus
+the positions of the latest batch in the consumer's checkpoint (a dagger that cannot reach Kafka, or is paused,
+reports nothing, so its own figure would stay at its last value). Processed events and its watermark come from its
+telemetry in VictoriaMetrics (`dagger_metrics`, written at every batch); whether it runs, from its process (local)
+or its driver's processes (cluster).
 """
 
 from __future__ import annotations
@@ -9,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from jobs.checkpoint import latest_offsets
 from loki.consumers import Consumer
 from loki.playbook import Probe
 from loki.resources import driver_processes
@@ -59,11 +64,13 @@ class Observer:
     def __init__(self, vm_url: str, registry: Registry, workers: dict[str, list[Node]]) -> None:
         self.vm, self.registry, self.workers = vm_url, registry, workers  # workers: per cluster "team/name"
 
-    def consumer(self, c: Consumer) -> ConsumerSample:
+    def consumer(self, c: Consumer, ends: dict[tuple[str, int], int]) -> ConsumerSample:
+        """`ends`: per (topic, partition), the offset after the last event acknowledged to the feeders."""
         tag = f'dagger="{c.qualified_name}"'
-        sample = ConsumerSample(running=self.running(c))
+        sample = ConsumerSample(running=self.running(c), lag=self.lag(c, ends))
         with contextlib.suppress(httpx.HTTPError):
-            sample.lag = victoria.query(self.vm, f"sum(last_over_time(dagger_metrics_lag{{{tag}}}[1m]))")
+            if sample.lag is None:  # no checkpoint to read: the dagger's own figure
+                sample.lag = victoria.query(self.vm, f"sum(last_over_time(dagger_metrics_lag{{{tag}}}[1m]))")
             sample.processed_30s = victoria.query(
                 self.vm, f"sum(sum_over_time(dagger_metrics_input_rows{{{tag}}}[{WINDOW_S}s]))"
             )
@@ -71,6 +78,25 @@ class Observer:
             if watermark_ms:
                 sample.freshness_s = max(0.0, time.time() - watermark_ms / 1000)
         return sample
+
+    def lag(self, c: Consumer, ends: dict[tuple[str, int], int]) -> float | None:
+        topics = {t for s in c.spec.streams for t in s.topics}
+        mine = {tp: end for tp, end in ends.items() if tp[0] in topics}
+        checkpoint = self.checkpoint(c)
+        if not mine or checkpoint is None:
+            return None
+        try:
+            offsets = latest_offsets(checkpoint)
+            positions = {(p.topic, p.partition): at for o in offsets for p, at in o.positions.items()}
+        except (OSError, ValueError):  # a batch being written: the next sample reads it
+            return None
+        return float(sum(max(0, end - positions.get(tp, 0)) for tp, end in mine.items()))
+
+    def checkpoint(self, c: Consumer) -> Path | None:
+        if c.placement == "local":
+            return c.spec.checkpoint_dir
+        record = self.registry.dagger(c.spec.team, c.spec.name)
+        return Path(record.checkpoint) if record is not None and record.checkpoint else None
 
     def running(self, c: Consumer) -> bool:
         if c.placement == "local":

@@ -49,6 +49,7 @@ class FaultRun:
     error: str | None = None
     detected_t: float | None = None  # first sample after the start with a probe broken
     recovered_t: float | None = None  # first sample from which the steady state held again to the end of the fault's
+    steady_at_start: bool | None = None  # if not, its detection time may be what was broken before it
     undo: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -223,10 +224,18 @@ class Simulation:
             f = book.load.feeders[i]
             record = self.registry.stream(f.stream)
             assert record is not None
-            feeds[i] = run_feed(
-                f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
-                on_tick=lambda fd: live.append(fd) if fd not in live else None,
-            )  # fmt: skip
+
+            def tick(fd: Feed) -> None:
+                if feeds[i] is None:  # its history, even if the feeder never returns
+                    feeds[i] = fd
+                    live.append(fd)
+
+            try:
+                run_feed(f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
+                         on_tick=tick)  # fmt: skip
+            except Exception as e:  # the report says so; what it had sent keeps its fates
+                result.errors.append(f"feeder {i} ({f.stream}) stopped: {type(e).__name__}: {e}")
+                self.journal("feeder.failed", feeder=i, error=str(e))
 
         threads = [threading.Thread(target=feed, args=(i,), daemon=True) for i in range(len(book.load.feeders))]
         result.started_at = time.time()
@@ -241,6 +250,7 @@ class Simulation:
         deadline = t0 + book.safeguards.max_duration.total_seconds()
         broken_since: float | None = None
         history: list[tuple[float, int]] = []
+        next_sample = t0
         while not self.halt.is_set():
             now = time.monotonic()
             t = now - t0
@@ -250,8 +260,12 @@ class Simulation:
             while pending and pending[0].start.total_seconds() <= t:
                 self._start_case(pending.pop(0), t)
             for fault, fr in list(self._active):
-                if fault.case.start.total_seconds() + fault.case.duration.total_seconds() <= t:
+                if self._fault_end(fault) <= t:
                     self._end_fault(fault, fr, t)
+            if now < next_sample:  # woken for a fault's start or end: faults keep their own time, not the samples'
+                self._sleep_until(t0, next_sample, pending)
+                continue
+            next_sample = now + interval
             sent = sum(f.sent for f in live)
             history.append((t, sent))
             sent_30s = sent - next((n for (ts, n) in history if ts >= t - WINDOW_S), 0)
@@ -269,13 +283,24 @@ class Simulation:
                 recovered = all(fr.recovered_t is not None or fr.detected_t is None for fr in result.faults)
                 if (sample.steady and recovered) or t > load_s + settle_s:
                     break
-            time.sleep(max(0.0, interval - (time.monotonic() - now)))
+            self._sleep_until(t0, next_sample, pending)
         stop_feeders.set()
         self._revert_all()  # before waiting for the feeders: a paused broker would hold their last answers
         for th in threads:
             th.join(120)
+        # a feeder that did not return (it failed, or still waits for answers) leaves its history as it stands
         result.feeds = [f for f in feeds if f is not None]
         self.journal("load.ended", feeds=[f.counts() for f in result.feeds])
+
+    @staticmethod
+    def _fault_end(fault: Fault) -> float:
+        return fault.case.start.total_seconds() + fault.case.duration.total_seconds()
+
+    def _sleep_until(self, t0: float, next_sample: float, pending: list[Any]) -> None:
+        """Until the next sample, or sooner, the next fault's start or end."""
+        wake = [next_sample, *(t0 + c.start.total_seconds() for c in pending[:1])]
+        wake += [t0 + self._fault_end(f) for f, _ in self._active]
+        self.halt.wait(max(0.0, min(wake) - time.monotonic()))
 
     def _sample(self, observer: Observer, t: float, feeds: list[Feed], sent_30s: int = 0) -> Sample:
         sample = Sample(
@@ -284,8 +309,12 @@ class Simulation:
             acknowledged=sum(f.counts()["acknowledged"] for f in feeds),
             sent_30s=sent_30s,
         )
+        ends: dict[tuple[str, int], int] = {}
+        for f in feeds:
+            for tp, end in f.acked_ends().items():
+                ends[tp] = max(ends.get(tp, 0), end)
         for name, c in self.result.consumers.items():
-            sample.consumers[name] = observer.consumer(c)
+            sample.consumers[name] = observer.consumer(c, ends)
         for p in self.book.steady_state.probes:
             sample.probes[f"{p.type}:{p.consumer}"] = judge(p, sample.consumers[p.consumer], sample.sent, sent_30s)
         return sample
@@ -294,7 +323,7 @@ class Simulation:
         """A fault is detected at the first sample after its start with the steady state broken, and recovered at
         the first one from which it holds again (broken again later: not recovered yet)."""
         for fr in self.result.faults:
-            if fr.error is not None or sample.t < fr.start_t:
+            if fr.error is not None or sample.t <= fr.start_t:  # taken as it started: what was before it
                 continue
             if not sample.steady:
                 fr.detected_t = sample.t if fr.detected_t is None else fr.detected_t
@@ -324,6 +353,7 @@ class Simulation:
     def _start_case(self, case: Any, t: float) -> None:
         for r in self.plan.targets.get(case.name, []):
             fr = FaultRun(case.name, case.type, r.name, t)
+            fr.steady_at_start = self.result.samples[-1].steady if self.result.samples else None
             self.result.faults.append(fr)
             consumer = self.result.consumers.get(r.name.split("/", 1)[1]) if r.kind in ("link", "dagger") else None
             fault = Fault(

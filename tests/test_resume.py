@@ -131,6 +131,37 @@ def test_a_replaced_broker_is_data_loss_unless_the_stream_allows_it(
     assert surge_rows(out) == surge_truth(events) + surge_truth(fresh)  # distinct windows: an hour apart
 
 
+def test_a_batch_planned_before_its_broker_lost_the_data_replays_without_it_when_loss_is_allowed(
+    own_broker: tuple, services: Services, spark: SparkSession, tmp_path: Path
+) -> None:
+    """A batch was planned, then its broker lost the data (Tansu restarted: Loki's broker-loss). With
+    fail_on_data_loss: false its replay once waited a minute for the records, failed, and failed again on every
+    restart: a crashloop. Now the replay asks the broker and skips what is gone, as Spark's Kafka source does."""
+    stack, stack_spec = own_broker
+    bootstrap = f"127.0.0.1:{stack_spec.ports['kafka']}"
+    topic = f"t-{uuid.uuid4().hex[:10]}"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(tmp_path / "surge.jsonl")})
+    spec["streams"][0]["kafka"]["bootstrap_servers"] = bootstrap
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    produce(bootstrap, topic, booking_logs(2_000, seed=82, start=START, rate=50), partitions=2)
+    plan = plan_for(spec, tmp_path)
+    run(plan, spark, once=True)
+    [*_, last] = sorted((plan.checkpoint / "commits").iterdir(), key=lambda f: int(f.name))
+    last.unlink()  # planned, not committed: the next run replays it
+
+    stack.down()
+    assert stack.up(stack_spec).ok
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    with pytest.raises(DataLossError, match=rf"{topic}\[[01]\]: the checkpoint resumes at offset \d+"):
+        run(plan_for(spec, tmp_path), spark, once=True)
+
+    spec["streams"][0]["kafka"]["fail_on_data_loss"] = False
+    run(plan_for(spec, tmp_path), spark, once=True)  # the replay skips what is gone
+    fresh = list(booking_logs(1_000, seed=83, start=START + timedelta(hours=1), rate=50))
+    produce(bootstrap, topic, iter(fresh), partitions=2)
+    assert run(plan_for(spec, tmp_path), spark, once=True).input_rows == len(fresh)
+
+
 def test_three_partitions_with_uneven_backlogs_and_a_small_limit_are_exact(
     services: Services, spark: SparkSession, tmp_path: Path
 ) -> None:
