@@ -202,6 +202,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # `auto`: probe until one partition with data shows whether the broker's high watermark can be trusted.
         self._probe: bool | None = {"reported": False, "probe": True}.get(self.stream.kafka.high_watermark)
         self._agreed = 0
+        self._unreachable_since: float | None = None  # when planning last found the broker not answering
 
     # -- driver side: planning -------------------------------------------------------------------------
 
@@ -246,6 +247,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 extents[Partition(topic, p)] = Extent(low, self._true_end(tp, low, high))
         return extents, frozenset(unavailable)
 
+    def _outlasted(self, error: KafkaException) -> bool:
+        """Whether the broker has not answered for longer than the stream tolerates (`kafka.outage_tolerance`):
+        then the query fails (a supervised driver is restarted); before, each planning just finds nothing new."""
+        now = time.monotonic()
+        self._unreachable_since = self._unreachable_since or now
+        waited, tolerance = now - self._unreachable_since, self.stream.kafka.outage_tolerance.total_seconds()
+        if waited >= tolerance:
+            return True
+        _log.warning("Kafka does not answer (%s) for %.0fs; waiting up to %.0fs", error, waited, tolerance)
+        return False
+
     def initialOffset(self) -> dict:
         extents, _ = self.extents()
         first = {p: e.low if self.stream.kafka.start == "earliest" else e.end for p, e in extents.items()}
@@ -267,7 +279,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             closing = max(begin.watermark, flush_at)
             return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
-        extents, unavailable = self._available_now or self.extents()
+        try:
+            extents, unavailable = self._available_now or self.extents()
+        except KafkaException as e:
+            if self._outlasted(e):
+                raise
+            return start  # no batch until the broker answers: the query waits, as its consumers would
+        self._unreachable_since = None
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
         now = time.time()

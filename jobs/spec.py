@@ -89,6 +89,12 @@ class KafkaSettings(Model):
         "retention): true fails with what happened and what to do; false continues from the earliest offset the "
         "broker has and counts the skipped events as `lost_events`.",
     )
+    outage_tolerance: Duration = Field(
+        timedelta(minutes=5),
+        description="How long a running dagger waits for a broker that does not answer (a network partition, a "
+        "broker restart) before it fails; meanwhile it plans no batch. A dagger that cannot reach Kafka at start "
+        "fails at once.",
+    )
     consumer_group: str | None = Field(
         None, description="If set, processed offsets are also committed to this group (for lag tools only)."
     )

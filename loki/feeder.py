@@ -8,6 +8,7 @@ and fate, and regenerates the events themselves when the report needs them (`Fee
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -194,6 +195,7 @@ def run_feed(
     *,
     on_tick: Callable[[Feed], None] | None = None,
     linger_s: float = 30.0,
+    reset: threading.Event | None = None,
 ) -> Feed:
     """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
     broker's answers. What is still unanswered stays indeterminate."""
@@ -224,9 +226,23 @@ def run_feed(
         if err.code() not in MAYBE_WRITTEN:
             feed.fates[i] = FAILED
 
+    def renew(reason: str) -> None:
+        """A new producer: what the old one held gets its delivery reports (purged: failed if never sent,
+        indeterminate if in flight), as a service restarting its producer would."""
+        nonlocal producer
+        feed.errors[reason] = feed.errors.get(reason, 0) + 1
+        with contextlib.suppress(KafkaException):
+            producer.purge()
+        producer.poll(0)
+        retired.append(producer)
+        producer = Producer(config)
+
     started = time.monotonic()
     next_tick = started
     while not stop.is_set():
+        if reset is not None and reset.is_set():
+            reset.clear()
+            renew("producer renewed: its broker lost its state")
         elapsed = time.monotonic() - started
         if elapsed >= duration:
             break
@@ -254,10 +270,7 @@ def run_feed(
                     raise
                 # An idempotent producer dies when its broker forgets it (a broker back from a data loss): what it
                 # held gets its delivery reports, and a new producer goes on, as a service's would.
-                feed.errors["producer restarted"] = feed.errors.get("producer restarted", 0) + 1
-                producer.poll(0)
-                retired.append(producer)
-                producer = Producer(config)
+                renew("producer renewed: fatal error")
                 continue
             feed.sent += 1
         producer.poll(0)

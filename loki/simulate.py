@@ -92,6 +92,7 @@ class Simulation:
         self.daggers = Daggers(registry, state_dir)
         self.clusters = Clusters(registry, state_dir)
         self._active: list[tuple[Fault, FaultRun]] = []
+        self._producers_lost: list[threading.Event] = []  # one per feeder
 
     # -- helpers -----------------------------------------------------------------------------------------------
 
@@ -112,6 +113,8 @@ class Simulation:
             if not report.ok:
                 raise FaultError(f"{r.name}: odin up did not bring it back")
             self._ensure_feeder_topics()  # a broker back from a data-disk loss has none: as its operators would
+            for lost in self._producers_lost:  # and its clients' producer state is gone: the feeders renew theirs
+                lost.set()
 
     def _workers(self) -> dict[str, list[Node]]:
         out: dict[str, list[Node]] = {}
@@ -232,11 +235,12 @@ class Simulation:
 
             try:
                 run_feed(f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
-                         on_tick=tick)  # fmt: skip
+                         on_tick=tick, reset=self._producers_lost[i])  # fmt: skip
             except Exception as e:  # the report says so; what it had sent keeps its fates
                 result.errors.append(f"feeder {i} ({f.stream}) stopped: {type(e).__name__}: {e}")
                 self.journal("feeder.failed", feeder=i, error=str(e))
 
+        self._producers_lost = [threading.Event() for _ in book.load.feeders]
         threads = [threading.Thread(target=feed, args=(i,), daemon=True) for i in range(len(book.load.feeders))]
         result.started_at = time.time()
         t0 = time.monotonic()
