@@ -266,7 +266,7 @@ def run_feed(
                     break
                 continue
             except KafkaException as e:
-                if not e.args[0].fatal():
+                if not (e.args[0].fatal() or e.args[0].code() == KafkaError._FATAL):
                     raise
                 # An idempotent producer dies when its broker forgets it (a broker back from a data loss): what it
                 # held gets its delivery reports, and a new producer goes on, as a service's would.
