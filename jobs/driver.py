@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     from jobs.plan import plan_dagger
     from jobs.session import root_cause
     from jobs.spec import DaggerSpec
-    from jobs.status import DaggerStatus, owner, status_path, write_status
+    from jobs.status import DaggerStatus, own_submission_id, owner, status_path, write_status
     from odin.team_secrets import TeamSecrets
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -58,7 +58,9 @@ def main(argv: list[str]) -> int:
         return 0
     path = status_path(plan.checkpoint)
     now = datetime.now(UTC)
-    status = DaggerStatus(phase="starting", run=args.run, started_at=now, updated_at=now)
+    status = DaggerStatus(
+        phase="starting", run=args.run, started_at=now, updated_at=now, submission_id=own_submission_id()
+    )
     write_status(path, status)
     taken_over: list[str] = []
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from jobs.failover import MOVED, fail_over, is_down
 from jobs.health import LEVEL, SIGNALS, DaggerHealth, HealthPolicy, Observation, judge
 from jobs.kafka_failover import Side, reachable, readers, switch_stream
-from jobs.lifecycle import Daggers, DeployError
+from jobs.lifecycle import Daggers, DeployError, followed
 from jobs.sinks.influx import escape_key
 from jobs.status import read_status, status_path
 from jobs.submission import DriverStatus, SparkRest, SubmissionError
@@ -174,6 +174,7 @@ class Checkup:
         return out
 
     def _driver(self, record: DaggerRecord, cluster: ClusterRecord | None) -> tuple[DriverStatus | None, str]:
+        record = followed(self.registry, record)
         if cluster is None or record.submission_id is None:
             return None, "no cluster or submission recorded"
         token = secret_file(self.state_dir, record.team, cluster.name)

@@ -23,7 +23,7 @@ from jobs import jvm_archive
 from jobs.checkpoint import differences, identity_of, read_identity
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import DaggerSpec, SpecError, resolve_streams
-from jobs.status import DaggerStatus, claim, read_status, status_path
+from jobs.status import DaggerStatus, claim, owner, read_status, status_path
 from jobs.submission import DriverStatus, SparkRest, SubmissionError
 from odin.access import require_member
 from odin.cluster.secret import rest_token, secret_file
@@ -266,7 +266,7 @@ class Daggers:
     def stop(self, team: str, name: str, actor: str) -> DaggerRecord:
         subject = f"dagger:{team}/{name}"
         with self.registry.action(actor, "dagger_stop", subject) as detail:
-            record = self._owned(team, name, actor)
+            record = followed(self.registry, self._owned(team, name, actor))
             if record.state not in ("deploying", "running", "stopping", "failed") or record.submission_id is None:
                 raise Refused(f"dagger {team}/{name} is {record.state}: nothing to stop")
             detail["submission_id"] = record.submission_id
@@ -285,6 +285,7 @@ class Daggers:
         or why it is not known to have ended (a driver on a dead worker; no master). A restart goes on anyway: the
         new run's claim on the checkpoint ends any driver of an older run that Spark still relaunches."""
         record = self.registry.dagger(team, name)
+        record = followed(self.registry, record) if record is not None else None
         if record is None or record.cluster is None or record.submission_id is None:
             return "no driver recorded"
         try:
@@ -421,6 +422,24 @@ class Daggers:
                     return status.state
             time.sleep(POLL_S)
         raise DeployError(f"driver {submission_id} did not end within {timeout_s:.0f} s of being killed")
+
+
+def followed(registry: Registry, record: DaggerRecord) -> DaggerRecord:
+    """The record, with the submission its driver says it runs as now. A master whose worker died relaunches a
+    supervised driver under a new submission id; the driver writes its own in its status file (jobs/status.py),
+    which is the current run's (the checkpoint's owner), so stop, health and Loki find it. Recorded in history."""
+    if record.state not in ("deploying", "running", "stopping", "failed") or not record.checkpoint:
+        return record
+    checkpoint = Path(record.checkpoint)
+    status = read_status(status_path(checkpoint))
+    live = status.submission_id if status is not None and status.run == owner(checkpoint) else None
+    if live is None or live == record.submission_id:
+        return record
+    registry.set_dagger_submission(record.team, record.name, live)
+    message = f"the master relaunched driver {record.submission_id} as {live}"
+    registry.record("platform", "dagger_relaunched", f"dagger:{record.qualified_name}", "ok", message,
+                    {"was": record.submission_id, "now": live})  # fmt: skip
+    return record.model_copy(update={"submission_id": live})
 
 
 def _encode(spec: DaggerSpec) -> str:

@@ -9,6 +9,7 @@ run that owns the checkpoint (`claim`): a fencing token, so that only the latest
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,10 @@ DriverPhase = Literal["starting", "running", "stopped", "failed"]
 class DaggerStatus(BaseModel):
     phase: DriverPhase
     run: str = Field(description="Which deployment wrote it: the submission's run id (see jobs/lifecycle.py).")
+    submission_id: str | None = Field(
+        None, description="The driver's own Spark submission: a master that relaunches a supervised driver (its "
+        "worker died) gives it a new one, which the lifecycle follows from here (jobs/lifecycle.py followed)."
+    )  # fmt: skip
     started_at: datetime
     updated_at: datetime
     batches: int = 0  # progress reports seen (Spark reports idle triggers too, every 10 s)
@@ -102,3 +107,12 @@ def read_status(path: Path) -> DaggerStatus | None:
         return DaggerStatus.model_validate_json(path.read_text())
     except (FileNotFoundError, ValueError):
         return None
+
+
+DRIVER_ID = re.compile(r"driver-\d{14}-\d{4,}")  # Spark standalone's: the worker runs a driver in work/<its id>
+
+
+def own_submission_id() -> str | None:
+    """This driver's submission id, from the work directory its worker runs it in (None outside a cluster)."""
+    name = Path.cwd().name
+    return name if DRIVER_ID.fullmatch(name) else None

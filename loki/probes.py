@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from jobs.checkpoint import latest_offsets
+from jobs.lifecycle import followed
 from loki.consumers import Consumer
 from loki.playbook import Probe
 from loki.resources import driver_processes
@@ -102,6 +103,7 @@ class Observer:
         if c.placement == "local":
             return c.alive
         record = self.registry.dagger(c.spec.team, c.spec.name)
+        record = followed(self.registry, record) if record is not None else None
         if record is None or record.submission_id is None or c.cluster is None:
             return False
         pids = [p.pid for n in self.workers.get(c.cluster, []) for p in processes.of_node(n) if p.pid]

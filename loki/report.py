@@ -159,6 +159,7 @@ def build(
     scored = [c for c in cases if c.verdict != "not run"]
     exact = all(c.exact for c in comparisons.values())
     score = 100.0 * sum(c.verdict == "pass" for c in scored) / len(scored) if scored else (100.0 if exact else 0.0)
+    score = 0.0 if result.state == "failed" else score  # a run that failed proved nothing
     feeds = [f.counts() for f in result.feeds]
     report: dict[str, Any] = {
         "run": result.run_id,
@@ -192,7 +193,8 @@ def build(
         "recovered_within_target": all(c.recover_s is None or c.recover_s <= RECOVERY_TARGET_S for c in cases),
         "score": round(score, 1),
         "verdict": "pass"
-        if (scored and all(c.verdict == "pass" for c in scored)) or (not scored and exact)
+        if result.state != "failed"
+        and ((scored and all(c.verdict == "pass" for c in scored)) or (not scored and exact and comparisons))
         else "fail",
         "max_sustained_rate": round(r, 1) if (r := max_sustained_rate(result)) is not None else None,
         "recovery_playbook": recovery_playbook(registry, result),

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 from confluent_kafka.admin import AdminClient
 
+from jobs.lifecycle import followed
 from odin import processes
 from odin.cluster.health import check_cluster
 from odin.cluster.lifecycle import Clusters
@@ -104,7 +105,7 @@ def inventory(environment: str, nodes: dict[str, Node], registry: Registry, stat
                 Resource(f"spark/{c.team}/{c.name}/{ACTIVE_MASTER}", f"master (active: {active})",
                          node=nodes_of[active], cluster=c.qualified_name)
             )  # fmt: skip
-    for d in registry.daggers(states=("running",)):
+    for d in (followed(registry, d) for d in registry.daggers(states=("running",))):
         if d.cluster is None or d.submission_id is None:
             continue
         for worker in workers_of.get(d.cluster, []):

@@ -180,6 +180,12 @@ class Registry:
             query = query.where(daggers.c.state.in_(list(states)))
         return self._all(DaggerRecord, query)
 
+    def set_dagger_submission(self, team: str, name: str, submission_id: str) -> None:
+        """The driver's submission changed under it (its master relaunched it): its state and `since` stay."""
+        where = (daggers.c.team == team, daggers.c.name == name)
+        with self.engine.begin() as conn:
+            conn.execute(update(daggers).where(*where).values(submission_id=submission_id))
+
     def set_dagger_state(self, team: str, name: str, state: DaggerState, **values: Any) -> None:
         where = (daggers.c.team == team, daggers.c.name == name)
         with self.engine.begin() as conn:
