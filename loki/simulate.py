@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.lifecycle import Daggers
+from jobs.lifecycle import Daggers, followed
 from jobs.topics import ensure_topics
 from loki import consumers as consumer_ops
 from loki.consumers import Consumer
@@ -384,9 +384,11 @@ class Simulation:
             return r
         team, name = r.name.split("/")[1:3]
         record = self.registry.dagger(team, name)
-        workers = self._workers().get(record.cluster or "", []) if record else []
-        for w in workers:
-            found = Resource(r.name, r.detail, node=w, cluster=record.cluster, submission_id=record.submission_id)
+        if record is None or record.cluster is None:
+            return r
+        record, cluster = followed(self.registry, record), f"{team}/{record.cluster}"
+        for w in self._workers().get(cluster, []):
+            found = Resource(r.name, r.detail, node=w, cluster=cluster, submission_id=record.submission_id)
             if found.pids():
                 return found
         return r

@@ -27,7 +27,7 @@ def state_args(services: Services) -> list[str]:
 
 
 def simulate(
-    services: Services, playbook: str, *args: str, rate: float = 0.1, time_scale: float = 0.4
+    services: Services, playbook: str, *args: str, rate: float = 0.1, time_scale: float = 0.25
 ) -> tuple[dict[str, Any], Simulation]:
     """`loki simulate` as a person runs it; its report and its record in the simulation store."""
     run = subprocess.run(
