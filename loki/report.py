@@ -170,7 +170,7 @@ def build(
         "reason": result.reason,
         "started_at": datetime.fromtimestamp(result.started_at, UTC).isoformat() if result.started_at else None,
         "duration_s": round(result.ended_at - result.started_at, 1) if result.started_at else None,
-        "feeders": feeds,
+        "feeders": [f | {"errors": dict(fd.errors)} for f, fd in zip(feeds, result.feeds, strict=True)],
         "events": {
             "acknowledged": sum(f["acknowledged"] for f in feeds),
             "failed": sum(f["failed"] for f in feeds),

@@ -32,7 +32,7 @@ def test_a_broker_loss_shows_exactly_what_the_broker_lost_and_nothing_else_is_lo
     assert events["gone_from_broker"] > 0, "a broker on memory storage came back with what it had acknowledged"
     assert events["lost_with_the_broker"] == events["lost"] <= events["gone_from_broker"], events  # none beyond it
     assert events["duplicated"] == 0 and report["consumers"]["surge"]["events_lost_beyond_broker"] == 0
-    assert report["cases"][0]["verdict"] == "pass", report["cases"]
+    assert report["cases"][0]["verdict"] == "pass", (report["cases"], report["feeders"], report["errors"])
 
 
 def test_a_load_ramp_reports_the_highest_rate_the_dagger_sustains(services: Services) -> None:
