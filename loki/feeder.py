@@ -138,16 +138,6 @@ class Feed:
                 out.acked.setdefault((topic, partition), []).append((int(self.offsets[i]), hash(payload)))
         return out
 
-    def per_window(self, window_s: float) -> dict[float, dict[str, int]]:
-        """Events per window of event time (window start, epoch seconds) and fate."""
-        starts = np.floor(self.times[: self.sent] / window_s) * window_s
-        out: dict[float, dict[str, int]] = {}
-        for fate, name in zip(FATES, FATE_NAMES, strict=True):
-            values, counts = np.unique(starts[self.fates[: self.sent] == fate], return_counts=True)
-            for v, c in zip(values.tolist(), counts.tolist(), strict=True):
-                out.setdefault(v, dict.fromkeys(FATE_NAMES, 0))[name] = c
-        return dict(sorted(out.items()))
-
 
 KEY_FIELD = {
     "daggers.events.BookingLog": "customer_id",
