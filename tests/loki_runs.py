@@ -14,11 +14,12 @@ from typing import Any
 import psycopg
 
 from loki.store import Simulation, SimulationStore
-from odin.paths import BIN_DIR
+from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
 from tests.conftest import Services
 
 ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
+REPORTS = REPO / ".local" / "artifacts" / "loki"  # kept after the run's stack is gone: HTML reports with plots
 
 
 def state_args(services: Services) -> list[str]:
@@ -32,7 +33,7 @@ def simulate(
     """`loki simulate` as a person runs it; its report and its record in the simulation store."""
     run = subprocess.run(
         [str(BIN_DIR / "loki"), "simulate", playbook, "--rate-scale", str(rate), "--time-scale", str(time_scale),
-         *args, *state_args(services)],
+         "--reports", str(REPORTS), *args, *state_args(services)],
         capture_output=True, text=True, env=ENV, timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
