@@ -188,7 +188,8 @@ def run_feed(
     reset: threading.Event | None = None,
 ) -> Feed:
     """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
-    broker's answers. What is still unanswered stays indeterminate."""
+    broker's answers. What is still unanswered stays indeterminate. `reset` says the broker came back from losing
+    its state: the producer is renewed (the old one waits on a producer id the new broker never gave)."""
     duration = feeder.duration.total_seconds()
     capacity = due(feeder.rate, duration, duration) + 16
     feed = Feed(feeder, proto, topics, capacity)
@@ -201,7 +202,19 @@ def run_feed(
         "queue.buffering.max.messages": 1_000_000,
         "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
     }
-    producer, retired = Producer(config), []
+
+    def new_producer() -> tuple[Producer, threading.Event]:
+        """A producer and the flag its fatal error sets for the loop to renew it. Without an error callback the
+        client raises a fatal error from whichever poll serves it (a renewal's own), ending the feed mid-history."""
+        fatal = threading.Event()
+
+        def on_error(err: KafkaError) -> None:
+            if err.fatal():
+                fatal.set()
+
+        return Producer({**config, "error_cb": on_error}), fatal
+
+    (producer, fatal), retired = new_producer(), []
     if feeder.city not in {c.name for c in CITIES}:
         raise ValueError(f"city: {feeder.city!r} is not one of {', '.join(c.name for c in CITIES)}")
     make = _maker(feeder, proto)
@@ -219,13 +232,13 @@ def run_feed(
     def renew(reason: str) -> None:
         """A new producer: what the old one held gets its delivery reports (purged: failed if never sent,
         indeterminate if in flight), as a service restarting its producer would."""
-        nonlocal producer
+        nonlocal producer, fatal
         feed.errors[reason] = feed.errors.get(reason, 0) + 1
         with contextlib.suppress(KafkaException):
             producer.purge()
         producer.poll(0)
         retired.append(producer)
-        producer = Producer(config)
+        producer, fatal = new_producer()
 
     started = time.monotonic()
     next_tick = started
@@ -233,6 +246,8 @@ def run_feed(
         if reset is not None and reset.is_set():
             reset.clear()
             renew("producer renewed: its broker lost its state")
+        elif fatal.is_set():
+            renew("producer renewed: fatal error")
         elapsed = time.monotonic() - started
         if elapsed >= duration:
             break

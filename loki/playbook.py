@@ -313,7 +313,8 @@ class Playbook(Model):
 
     def scaled(self, rate: float = 1.0, time: float = 1.0) -> Playbook:
         """The same experiment smaller or larger: every rate times `rate`, every duration and start times `time`
-        (tests run the standard playbooks small; a real cluster runs them larger)."""
+        (tests run the standard playbooks small; a real cluster runs them larger). Not `steady_state.settle`: how
+        long the platform takes to recover (a driver's JVM, a relaunch) does not shrink with the experiment."""
         data = self.model_dump(mode="json")
 
         def seconds(value: str) -> float:
@@ -329,12 +330,13 @@ class Playbook(Model):
                     f["rate"][key] = seconds(f["rate"][key])
         for c in data["cases"]:
             c["start"], c["duration"] = seconds(c["start"]), seconds(c["duration"])
-        data["steady_state"]["settle"] = seconds(data["steady_state"]["settle"])
         for p in data["steady_state"]["probes"]:
             if p["type"] == "lag" and p["max"] is not None:
                 p["max"] = p["max"] * rate
         guards = data["safeguards"]
-        guards["max_duration"] = seconds(guards["max_duration"])
+        load = max(f["duration"] for f in data["load"]["feeders"])
+        settle = parse_duration(data["steady_state"]["settle"]).total_seconds()
+        guards["max_duration"] = max(seconds(guards["max_duration"]), load + settle)
         if guards["max_lag"] is not None:
             guards["max_lag"] = max(1, round(guards["max_lag"] * rate))
         return parse(data)

@@ -31,7 +31,7 @@ from odin.endpoints import Endpoints
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
 from odin.registry import Registry, migrate
-from odin.spec import Service
+from odin.spec import Service, StackSpec
 from odin.stack import Stack, UpReport
 
 if TYPE_CHECKING:
@@ -67,6 +67,19 @@ def services() -> Iterator[Services]:
         all_nodes = stack.nodes()
         try:
             yield Services({n.name: all_nodes[n.name] for n in report.nodes}, stack, report)
+        finally:
+            stack.down()
+
+
+@pytest.fixture
+def own_broker() -> Iterator[tuple[Stack, StackSpec]]:
+    """A Kafka broker of this test's own, so it can be replaced (Tansu keeps topics in memory only)."""
+    with state_dir("broker") as path:
+        stack = Stack("local", path)
+        spec = stack.resolve(1, {Service.kafka_broker}, stack_ports())
+        try:
+            assert stack.up(spec).ok
+            yield stack, spec
         finally:
             stack.down()
 

@@ -150,6 +150,17 @@ def test_rates_integrate_to_the_events_due() -> None:
     assert due(spike, 5, 5) == 10 * 4 + 100
 
 
+def test_a_smaller_experiment_keeps_the_platform_its_whole_time_to_recover() -> None:
+    """Scaling shortens the load and moves the faults, not the settle time: a relaunched driver's JVM takes as long
+    in a short experiment (CI found the steady state judged broken 30 s after a worker came back)."""
+    book = parse(_book())
+    small = book.scaled(rate=0.1, time=0.25)
+    assert small.load.duration == book.load.duration / 4 and small.cases[0].start == book.cases[0].start / 4
+    assert small.steady_state.settle == book.steady_state.settle
+    assert small.safeguards.max_duration >= small.load.duration + small.steady_state.settle
+    assert parse(_book()).scaled(time=0.05).safeguards.max_duration >= book.steady_state.settle
+
+
 def test_the_comparison_counts_lost_and_duplicated_events_per_window() -> None:
     shape = OutputShape(("city", "window_end"), ("n",), "window_end")
     truth = [{"city": 1, "window_end": "w1", "n": 10}, {"city": 2, "window_end": "w1", "n": 5},

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from copy import deepcopy
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,10 +23,6 @@ from jobs.spec import parse_spec
 from jobs.topics import ensure_topics
 from odin import victoria
 from odin.paths import BIN_DIR
-from odin.paths import temporary_state_dir as state_dir
-from odin.ports import stack_ports
-from odin.spec import Service, StackSpec
-from odin.stack import Stack
 from tests.conftest import Services, consume_all
 from tests.test_dagger import (
     START,
@@ -80,19 +75,6 @@ def test_a_second_once_run_over_appended_events_equals_one_run_over_all(
     dagger = f'{{dagger="tests.{spec["name"]}"}}'
     counted = victoria.export(services.victoria_metrics_url, f"dagger_metrics_late_events{dagger}")
     assert sum(sum(s["values"]) for s in counted) == second.late_events
-
-
-@pytest.fixture
-def own_broker() -> Iterator[tuple[Stack, StackSpec]]:
-    """A Kafka broker of this test's own, so it can be replaced (Tansu keeps topics in memory only)."""
-    with state_dir("broker") as path:
-        stack = Stack("local", path)
-        spec = stack.resolve(1, {Service.kafka_broker}, stack_ports())
-        try:
-            assert stack.up(spec).ok
-            yield stack, spec
-        finally:
-            stack.down()
 
 
 def test_a_replaced_broker_is_data_loss_unless_the_stream_allows_it(

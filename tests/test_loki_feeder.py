@@ -1,0 +1,59 @@
+"""A Loki feeder against a broker of the test's own that dies and comes back empty (Tansu keeps topics in memory):
+the feed goes on with a new producer, and every event keeps its fate."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+from jobs.topics import ensure_topics
+from loki.feeder import ACKED, Feed, run_feed
+from loki.playbook import Feeder, Steady
+from odin.spec import StackSpec
+from odin.stack import Stack
+
+
+def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[Stack, StackSpec]) -> None:
+    """The old producer waits on an id the new broker never gave (or fails with UNKNOWN_PRODUCER_ID, which CI saw
+    raised from a poll, ending the feed): a new producer goes on, and the events after it are acknowledged."""
+    stack, spec = own_broker
+    bootstrap = f"127.0.0.1:{spec.ports['kafka']}"
+    topic = f"feed-{uuid.uuid4().hex[:8]}-perf"
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    feeder = Feeder(stream="booking-log-perf", rate=Steady(events_per_s=100), duration=timedelta(seconds=90))
+    stop, lost = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def feed() -> None:
+        try:
+            outcome["feed"] = run_feed(feeder, "daggers.events.BookingLog", [topic], bootstrap, stop, reset=lost,
+                                       linger_s=10)  # fmt: skip
+        except Exception as e:  # the assertion below shows it
+            outcome["error"] = e
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    time.sleep(5)
+    stack.down()  # the broker and everything it held are gone
+    assert stack.up(spec).ok
+    ensure_topics({"bootstrap.servers": bootstrap}, {topic: 2})
+    time.sleep(3)  # the old producer meets the new broker before the feeder is told (as in a Loki run)
+    lost.set()
+    told = time.time()
+    time.sleep(12)
+    stop.set()
+    thread.join(60)
+    assert not thread.is_alive() and "error" not in outcome, outcome
+    result = outcome["feed"]
+    assert isinstance(result, Feed)
+    counts = result.counts()
+    assert (
+        counts["sent"] >= 2000 and counts["acknowledged"] + counts["failed"] + counts["indeterminate"] == counts["sent"]
+    )
+    assert result.errors.get("producer renewed: its broker lost its state") == 1, result.errors
+    # What was sent after the renewal, the new broker acknowledged.
+    late = result.times[: counts["sent"]] > told + 2
+    acked_late = (result.fates[: counts["sent"]] == ACKED) & late
+    assert acked_late.sum() >= 0.9 * late.sum() > 0, result.errors
