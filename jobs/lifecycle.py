@@ -407,20 +407,9 @@ class Daggers:
 
     def _kill(self, rest: SparkRest, submission_id: str, timeout_s: float = STOP_TIMEOUT_S) -> str:
         """Kill the driver and wait until the master reports it ended; its final state."""
-        try:
-            rest.kill(submission_id)
-        except SubmissionError as e:
-            self.say(f"kill {submission_id}: {e}")
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                status = rest.status(submission_id)
-            except SubmissionError as e:
-                self.say(f"status of {submission_id}: {e}")
-            else:
-                if status.final:
-                    return status.state
-            time.sleep(POLL_S)
+        state = rest.end(submission_id, timeout_s, self.say, POLL_S)
+        if state is not None:
+            return state
         raise DeployError(f"driver {submission_id} did not end within {timeout_s:.0f} s of being killed")
 
 

@@ -7,6 +7,7 @@ tries them in turn, as spark-submit does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ import pyspark
 MAIN_CLASS = "org.apache.spark.deploy.PythonRunner"
 FINAL_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "ERROR"})
 TIMEOUT_S = 15.0
+KILL_AGAIN_S = 10.0
 
 
 class SubmissionError(RuntimeError):
@@ -109,3 +111,34 @@ class SparkRest:
     def kill(self, submission_id: str) -> bool:
         """Ask the master to kill the driver; True if it accepted (a driver already ended is not an error)."""
         return bool(self._call("POST", f"kill/{submission_id}").get("success"))
+
+    def end(
+        self,
+        submission_id: str,
+        timeout_s: float,
+        say: Callable[[str], None],
+        poll_s: float = 1.0,
+        again_s: float = KILL_AGAIN_S,
+    ) -> str | None:
+        """Kill the driver and wait until a master reports it ended: its final state, or None after `timeout_s`.
+        The kill is asked again every `again_s` until then: a master taking over after a failover answers "not
+        alive" while it recovers (up to spark.worker.timeout), and a kill it accepts before the driver's worker has
+        re-registered reaches no worker (CI's HA test waited 90 s on a driver killed once, during the recovery)."""
+        deadline = time.monotonic() + timeout_s
+        kill_at = 0.0
+        while time.monotonic() < deadline:
+            if time.monotonic() >= kill_at:
+                kill_at = time.monotonic() + again_s
+                try:
+                    self.kill(submission_id)
+                except SubmissionError as e:
+                    say(f"kill {submission_id}: {e}")
+            try:
+                status = self.status(submission_id)
+            except SubmissionError as e:
+                say(f"status of {submission_id}: {e}")
+            else:
+                if status.final:
+                    return status.state
+            time.sleep(poll_s)
+        return None

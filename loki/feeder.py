@@ -204,8 +204,7 @@ def run_feed(
     }
 
     def new_producer() -> tuple[Producer, threading.Event]:
-        """A producer and the flag its fatal error sets for the loop to renew it. Without an error callback the
-        client raises a fatal error from whichever poll serves it (a renewal's own), ending the feed mid-history."""
+        """A producer and the flag its fatal error sets (its error callback, or `serve`) for the loop to renew it."""
         fatal = threading.Event()
 
         def on_error(err: KafkaError) -> None:
@@ -236,9 +235,30 @@ def run_feed(
         feed.errors[reason] = feed.errors.get(reason, 0) + 1
         with contextlib.suppress(KafkaException):
             producer.purge()
-        producer.poll(0)
+        serve(producer)
         retired.append(producer)
         producer, fatal = new_producer()
+
+    def serve(p: Producer, flush_s: float | None = None) -> None:
+        """Serve `p`'s delivery reports (all of them within `flush_s`, or those ready). The client raises a
+        producer's fatal error (UNKNOWN_PRODUCER_ID from a broker back from a loss) from a poll or flush that
+        meets it, error callback or not: that flags the producer for renewal instead of ending the feed (CI's
+        broker-loss run), and serving goes on."""
+        deadline = time.monotonic() + (flush_s or 0.0)
+        for _ in range(1000):
+            try:
+                if flush_s is None:
+                    p.poll(0)
+                else:
+                    p.flush(max(0.0, deadline - time.monotonic()))
+                return
+            except KafkaException as e:
+                if not (e.args[0].fatal() or e.args[0].code() == KafkaError._FATAL):
+                    raise
+                if p is producer:
+                    fatal.set()
+                if flush_s is None or time.monotonic() >= deadline:
+                    return
 
     started = time.monotonic()
     next_tick = started
@@ -266,7 +286,8 @@ def run_feed(
             try:
                 producer.produce(topic, value, partition=partition, on_delivery=partial(delivered, i))
             except BufferError:
-                producer.poll(0.05)  # the local queue is full: the broker is slow or away; retry this event
+                serve(producer)  # the local queue is full: the broker is slow or away; retry this event
+                time.sleep(0.05)
                 if stop.is_set():
                     break
                 continue
@@ -278,14 +299,14 @@ def run_feed(
                 renew("producer renewed: fatal error")
                 continue
             feed.sent += 1
-        producer.poll(0)
+        serve(producer)
         if on_tick is not None and time.monotonic() >= next_tick:
             on_tick(feed)
             next_tick = time.monotonic() + 1.0
         time.sleep(SLICE_S)
     deadline = time.monotonic() + linger_s
     for p in (*retired, producer):
-        p.flush(max(0.0, deadline - time.monotonic()))
+        serve(p, max(0.0, deadline - time.monotonic()))
     if on_tick is not None:
         on_tick(feed)
     return feed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -54,3 +55,58 @@ def masters() -> Iterator[list[str]]:
 def test_a_standby_master_passes_the_request_to_the_next(masters: list[str]) -> None:
     rest = SparkRest(masters, lambda: "token")
     assert rest.submit("/app.py", [], {}) == "driver-1"
+
+
+class _RecoveringMaster(BaseHTTPRequestHandler):
+    """A master that took over after a failover: 'not alive' while it recovers, then it knows the driver again, and
+    only a kill asked after that reaches the driver's worker."""
+
+    recovered_at = 0.0
+    killed = False
+
+    def _reply(self, doc: dict) -> None:
+        body = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _recovering(self) -> bool:
+        if time.monotonic() < type(self).recovered_at:
+            self._reply(
+                {"action": "ErrorResponse", "success": False, "message": "Current state is not alive: RECOVERING"}
+            )
+            return True
+        return False
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if not self._recovering():
+            type(self).killed = True
+            self._reply({"action": "KillSubmissionResponse", "success": True, "submissionId": "driver-1"})
+
+    def do_GET(self) -> None:
+        if not self._recovering():
+            state = "KILLED" if type(self).killed else "RUNNING"
+            self._reply({"action": "SubmissionStatusResponse", "success": True, "driverState": state})
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+def test_a_kill_asked_while_the_new_master_recovers_is_asked_again_until_the_driver_ends() -> None:
+    _RecoveringMaster.recovered_at, _RecoveringMaster.killed = time.monotonic() + 1.0, False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecoveringMaster)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    said: list[str] = []
+    try:
+        rest = SparkRest([f"http://127.0.0.1:{server.server_address[1]}"], lambda: "token")
+        assert rest.end("driver-1", timeout_s=10, say=said.append, poll_s=0.1, again_s=0.5) == "KILLED"
+        assert any("not alive: RECOVERING" in s for s in said), said
+        _RecoveringMaster.killed = False  # a driver that does not end: None when the time is up
+        _RecoveringMaster.recovered_at = time.monotonic() + 60
+        assert rest.end("driver-1", timeout_s=1, say=said.append, poll_s=0.1, again_s=0.5) is None
+    finally:
+        server.shutdown()
+        server.server_close()
