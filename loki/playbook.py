@@ -161,8 +161,8 @@ class Probe(Model):
 
     type: Literal["lag", "processed_ratio", "freshness", "running"] = Field(
         description="lag: events behind the end of its topics at most `max`; processed_ratio: events it processed / "
-        "events fed over the last 30 s at least `min`; freshness: its watermark at most `max` seconds behind now; "
-        "running: its driver alive."
+        "events fed over the last 30 s at least `min`; freshness: its watermark at most `max` seconds behind the "
+        "newest event fed; running: its driver alive."
     )
     consumer: str = Field(pattern=SLUG, description="Which consumer (load.consumers[].name).")
     max: float | None = Field(None, ge=0, description="Upper tolerance (lag).")

@@ -33,7 +33,7 @@ WINDOW_S = 30  # processed_ratio compares the last 30 s of processing with the l
 class ConsumerSample:
     lag: float | None = None
     processed_30s: float | None = None  # events its batches read in the last 30 s
-    freshness_s: float | None = None  # how far its watermark is behind now
+    freshness_s: float | None = None  # how far its watermark is behind the newest event fed (or now)
     running: bool = False
 
 
@@ -65,8 +65,10 @@ class Observer:
     def __init__(self, vm_url: str, registry: Registry, workers: dict[str, list[Node]]) -> None:
         self.vm, self.registry, self.workers = vm_url, registry, workers  # workers: per cluster "team/name"
 
-    def consumer(self, c: Consumer, ends: dict[tuple[str, int], int]) -> ConsumerSample:
-        """`ends`: per (topic, partition), the offset after the last event acknowledged to the feeders."""
+    def consumer(self, c: Consumer, ends: dict[tuple[str, int], int], fed_until: float | None = None) -> ConsumerSample:
+        """`ends`: per (topic, partition), the offset after the last event acknowledged to the feeders; `fed_until`:
+        the event time of the newest event fed (epoch seconds). Freshness is measured against it, not against now:
+        once the load ends the watermark cannot pass the last event, and a dagger that caught up is fresh."""
         tag = f'dagger="{c.qualified_name}"'
         sample = ConsumerSample(running=self.running(c), lag=self.lag(c, ends))
         with contextlib.suppress(httpx.HTTPError):
@@ -77,7 +79,8 @@ class Observer:
             )
             watermark_ms = victoria.query(self.vm, f"max(last_over_time(dagger_metrics_watermark_ms{{{tag}}}[10m]))")
             if watermark_ms:
-                sample.freshness_s = max(0.0, time.time() - watermark_ms / 1000)
+                newest = time.time() if fed_until is None else min(time.time(), fed_until)
+                sample.freshness_s = max(0.0, newest - watermark_ms / 1000)
         return sample
 
     def lag(self, c: Consumer, ends: dict[tuple[str, int], int]) -> float | None:

@@ -317,8 +317,10 @@ class Simulation:
         for f in feeds:
             for tp, end in f.acked_ends().items():
                 ends[tp] = max(ends.get(tp, 0), end)
+        newest = [float(f.times[f.sent - 1]) for f in feeds if f.sent]
+        fed_until = max(newest) if newest else None
         for name, c in self.result.consumers.items():
-            sample.consumers[name] = observer.consumer(c, ends)
+            sample.consumers[name] = observer.consumer(c, ends, fed_until)
         for p in self.book.steady_state.probes:
             sample.probes[f"{p.type}:{p.consumer}"] = judge(p, sample.consumers[p.consumer], sample.sent, sent_30s)
         return sample
