@@ -176,6 +176,11 @@ def _maker(feeder: Feeder, proto: str) -> Callable[[random.Random, int], ProtoMe
     return partial(make, **kwargs)
 
 
+def _fatal(e: KafkaException) -> bool:
+    """Whether the producer that raised `e` is dead for good (it must be renewed)."""
+    return bool(e.args[0].fatal() or e.args[0].code() == KafkaError._FATAL)
+
+
 def run_feed(
     feeder: Feeder,
     proto: str,
@@ -253,7 +258,7 @@ def run_feed(
                     p.flush(max(0.0, deadline - time.monotonic()))
                 return
             except KafkaException as e:
-                if not (e.args[0].fatal() or e.args[0].code() == KafkaError._FATAL):
+                if not _fatal(e):
                     raise
                 if p is producer:
                     fatal.set()
@@ -292,7 +297,7 @@ def run_feed(
                     break
                 continue
             except KafkaException as e:
-                if not (e.args[0].fatal() or e.args[0].code() == KafkaError._FATAL):
+                if not _fatal(e):
                     raise
                 # An idempotent producer dies when its broker forgets it (a broker back from a data loss): what it
                 # held gets its delivery reports, and a new producer goes on, as a service's would.

@@ -22,16 +22,21 @@ STANDBY = {
 ALIVE = {"action": "CreateSubmissionResponse", "success": True, "submissionId": "driver-1"}
 
 
+def _reply(handler: BaseHTTPRequestHandler, doc: dict) -> None:
+    """Answer as Spark's REST server does: HTTP 200 with a JSON document, success or not."""
+    body = json.dumps(doc).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _master(reply: dict) -> tuple[ThreadingHTTPServer, str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            _reply(self, reply)
 
         def log_message(self, *_: object) -> None:
             return None
@@ -64,18 +69,10 @@ class _RecoveringMaster(BaseHTTPRequestHandler):
     recovered_at = 0.0
     killed = False
 
-    def _reply(self, doc: dict) -> None:
-        body = json.dumps(doc).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def _recovering(self) -> bool:
         if time.monotonic() < type(self).recovered_at:
-            self._reply(
-                {"action": "ErrorResponse", "success": False, "message": "Current state is not alive: RECOVERING"}
+            _reply(
+                self, {"action": "ErrorResponse", "success": False, "message": "Current state is not alive: RECOVERING"}
             )
             return True
         return False
@@ -84,12 +81,12 @@ class _RecoveringMaster(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if not self._recovering():
             type(self).killed = True
-            self._reply({"action": "KillSubmissionResponse", "success": True, "submissionId": "driver-1"})
+            _reply(self, {"action": "KillSubmissionResponse", "success": True, "submissionId": "driver-1"})
 
     def do_GET(self) -> None:
         if not self._recovering():
             state = "KILLED" if type(self).killed else "RUNNING"
-            self._reply({"action": "SubmissionStatusResponse", "success": True, "driverState": state})
+            _reply(self, {"action": "SubmissionStatusResponse", "success": True, "driverState": state})
 
     def log_message(self, *_: object) -> None:
         return None
