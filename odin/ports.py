@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import get_args
 
@@ -31,18 +36,54 @@ def _ephemeral() -> tuple[int, int]:
     return low, high
 
 
+# Blocks chosen by live processes on this machine, one file `<base>-<size>-<pid>` each. A port is free to bind from
+# its choice until its service starts, and again whenever that service is down (a killed worker, a broker Loki
+# restarts): without these, another process's stack or team cluster could take it then (seen with two test workers).
+RESERVATIONS = Path(tempfile.gettempdir()) / "daggers-ports"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _reserved() -> Iterator[set[int]]:
+    """The ports live processes reserved, under a machine-wide lock; stale reservations are removed."""
+    RESERVATIONS.mkdir(parents=True, exist_ok=True)
+    with (RESERVATIONS / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held: set[int] = set()
+        for entry in RESERVATIONS.glob("*-*-*"):
+            base, size, pid = (int(x) for x in entry.name.split("-"))
+            if _alive(pid):
+                held.update(range(base, base + size))
+            else:
+                entry.unlink(missing_ok=True)
+        yield held
+
+
 def free_block(size: int, taken: set[int], rng: random.Random) -> int:
     """First port of `size` consecutive free ports (bounded search), below the ephemeral range: a port chosen
-    there can be taken by an outgoing connection before its service starts."""
+    there can be taken by an outgoing connection before its service starts. The block stays reserved for as long as
+    this process lives, so no other process on the machine chooses it meanwhile."""
     low, high = _ephemeral()
     top = low if low - size > 10000 else 65000  # below it, or above it when it starts too low
     bottom = 10000 if top == low else high + 1
-    for _ in range(500):
-        base = rng.randrange(bottom, top - size)
-        block = range(base, base + size)
-        if not taken.intersection(block) and all(_free(p) for p in block):
-            taken.update(block)
-            return base
+    with _reserved() as held:
+        held |= taken
+        for _ in range(500):
+            base = rng.randrange(bottom, top - size)
+            block = range(base, base + size)
+            if not held.intersection(block) and all(_free(p) for p in block):
+                taken.update(block)
+                (RESERVATIONS / f"{base}-{size}-{os.getpid()}").touch()
+                return base
     raise RuntimeError(f"no block of {size} free ports found on 127.0.0.1")
 
 

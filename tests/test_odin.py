@@ -7,9 +7,11 @@ scale down, down.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
-from odin.ports import WORKER_SLOTS, stack_ports
+from odin.ports import WORKER_SLOTS, free_block, stack_ports
 from odin.stack import Stack
 
 
@@ -88,6 +90,22 @@ def test_a_busy_port_is_refused_before_anything_starts() -> None:
         assert r.returncode == 2
         assert f"port {ports['kafka']} (kafka)" in r.stderr and "used by another process" in r.stderr
         assert not list((path / "run").glob("*.pid")) if (path / "run").exists() else True
+
+
+def test_a_block_chosen_by_a_live_process_is_not_chosen_by_another() -> None:
+    """Two processes drawing the same random blocks (two test workers, a stack and a team cluster) get different
+    ones while the first lives, though neither has bound its ports yet; the block is free again once it ends."""
+    draw = "import random; from odin.ports import free_block as f; print(f(48, set(), random.Random(7)), flush=True)"
+    holder = subprocess.Popen([sys.executable, "-c", f"{draw}; import time; time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None
+        held = int(holder.stdout.readline())
+        assert free_block(48, set(), random.Random(7)) != held
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    again = subprocess.run([sys.executable, "-c", draw], capture_output=True, text=True, timeout=60, check=True)
+    assert int(again.stdout) == held
 
 
 # -- the full stack -------------------------------------------------------------------------------------
