@@ -108,9 +108,11 @@ class SparkRest:
             str(doc.get("message") or ""),
         )
 
-    def kill(self, submission_id: str) -> bool:
-        """Ask the master to kill the driver; True if it accepted (a driver already ended is not an error)."""
-        return bool(self._call("POST", f"kill/{submission_id}").get("success"))
+    def kill(self, submission_id: str) -> tuple[bool, str]:
+        """Ask the master to kill the driver: whether it accepted (a driver already ended is not an error), and its
+        words ("Kill request for ... submitted" says only that it was passed to the driver's worker)."""
+        doc = self._call("POST", f"kill/{submission_id}")
+        return bool(doc.get("success")), str(doc.get("message") or "")
 
     def end(
         self,
@@ -123,23 +125,31 @@ class SparkRest:
         """Kill the driver and wait until a master reports it ended: its final state, or None after `timeout_s`.
         The kill is asked again every `again_s` until then: a master taking over after a failover answers "not
         alive" while it recovers (up to spark.worker.timeout), and a kill it accepts before the driver's worker has
-        re-registered reaches no worker. (It did not end the HA test's wait after a restarted master: see
-        docs/decisions.md, "Open: a driver killed soon after a master failover did not end".)"""
+        re-registered reaches no worker. Every new answer of the masters is said, so a wait that ends in None shows
+        where it stuck."""
         deadline = time.monotonic() + timeout_s
         kill_at = 0.0
+        last: dict[str, str] = {}  # the masters' latest answer to each question
+
+        def heard(question: str, answer: str) -> None:
+            if last.get(question) != answer:
+                last[question] = answer
+                say(f"{question} {submission_id}: {answer}")
+
         while time.monotonic() < deadline:
             if time.monotonic() >= kill_at:
                 kill_at = time.monotonic() + again_s
                 try:
-                    self.kill(submission_id)
+                    heard("kill", self.kill(submission_id)[1])
                 except SubmissionError as e:
-                    say(f"kill {submission_id}: {e}")
+                    heard("kill", str(e))
             try:
                 status = self.status(submission_id)
             except SubmissionError as e:
-                say(f"status of {submission_id}: {e}")
+                heard("status of", str(e))
             else:
                 if status.final:
                     return status.state
+                heard("status of", f"{status.state} on {status.worker or 'no worker'} {status.message}".rstrip())
             time.sleep(poll_s)
         return None

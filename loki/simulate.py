@@ -89,7 +89,7 @@ class Simulation:
         self.halt = threading.Event()
         self.result = RunResult(run_id)
         self.where = Endpoints(nodes)
-        self.daggers = Daggers(registry, state_dir)
+        self.daggers = Daggers(registry, state_dir, self.say)
         self.clusters = Clusters(registry, state_dir)
         self._active: list[tuple[Fault, FaultRun]] = []
         self._producers_lost: list[threading.Event] = []  # one per feeder

@@ -37,6 +37,7 @@ def simulate(
         capture_output=True, text=True, env=ENV, timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    print(run.stdout[-6000:])  # what it said (pytest shows it when a later assertion fails)
     run_id = re.search(r"loki run (\S+):", run.stdout)
     assert run_id is not None, run.stdout[-2000:]
     registry = Registry.connect(services.registry_url)
