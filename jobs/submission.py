@@ -38,7 +38,8 @@ class DriverStatus:
 
 
 # How a standby (or recovering) master answers any request, with HTTP 200 (Spark's BACKUP_STANDALONE_MASTER_PREFIX):
-# the request goes to the next master.
+# the request goes to the next master. A status answer wraps these words in a formatted exception, so they are
+# looked for anywhere in the message.
 NOT_ALIVE = "Current state is not alive"
 
 
@@ -70,7 +71,7 @@ class SparkRest:
             except ValueError:
                 problems.append(f"{url}: HTTP {r.status_code}: {r.text[:300]}")
                 continue
-            standby = not doc.get("success") and str(doc.get("message", "")).startswith(NOT_ALIVE)
+            standby = not doc.get("success") and NOT_ALIVE in str(doc.get("message", ""))
             if standby or doc.get("action") == "ErrorResponse" or (r.status_code >= 400 and not doc.get("success")):
                 problems.append(f"{url}: {doc.get('message') or r.text[:300]}")
                 continue

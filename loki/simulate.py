@@ -37,6 +37,7 @@ from odin.spec import Service
 Say = Callable[[str], None]
 START_TIMEOUT_S = 240
 DISK_MB = 64
+REVERT_TIMEOUT_S = 600.0  # a revert that brings a node back waits for its converge, itself bounded
 
 
 @dataclass
@@ -92,6 +93,7 @@ class Simulation:
         self.daggers = Daggers(registry, state_dir, self.say)
         self.clusters = Clusters(registry, state_dir)
         self._active: list[tuple[Fault, FaultRun]] = []
+        self._reverting: list[threading.Thread] = []  # reverts under way (a converge takes tens of seconds)
         self._producers_lost: list[threading.Event] = []  # one per feeder
 
     # -- helpers -----------------------------------------------------------------------------------------------
@@ -283,7 +285,8 @@ class Simulation:
             if self._safeguards_broken(sample, broken_since, t):
                 break
             feeding = any(th.is_alive() for th in threads)
-            if not feeding and not pending and not self._active:
+            reverting = any(th.is_alive() for th in self._reverting)
+            if not feeding and not pending and not self._active and not reverting:
                 recovered = all(fr.recovered_t is not None or fr.detected_t is None for fr in result.faults)
                 if (sample.steady and recovered) or t > load_s + settle_s:
                     break
@@ -396,20 +399,33 @@ class Simulation:
         return r
 
     def _end_fault(self, fault: Fault, fr: FaultRun, t: float) -> None:
+        """The fault ends at `t`; its revert runs beside the samples, as bringing a node back (Odin's converge,
+        waiting for the cluster's health) takes tens of seconds, and the timeline must not stop meanwhile."""
         self._active.remove((fault, fr))
+        fr.end_t = t
+        thread = threading.Thread(target=self._revert, args=(fault, fr), name=f"revert {fr.case}", daemon=True)
+        thread.start()
+        self._reverting.append(thread)
+
+    def _revert(self, fault: Fault, fr: FaultRun) -> None:
+        started = time.monotonic()
         try:
             fault.revert()
         except Exception as e:
             fr.error = f"revert: {type(e).__name__}: {e}"
             self.result.errors.append(f"{fr.case} on {fr.resource}: {fr.error}")
-        fr.end_t = t
-        self.journal("fault.reverted", case=fr.case, resource=fr.resource, t=t, error=fr.error)
-        self.say(f"{t:6.1f}s fault {fr.case} reverted")
+        self.journal("fault.reverted", case=fr.case, resource=fr.resource, t=fr.end_t, error=fr.error)
+        self.say(f"{fr.end_t:6.1f}s fault {fr.case} reverted (in {time.monotonic() - started:.1f} s)")
 
     def _revert_all(self) -> None:
+        """End every fault still on, and wait for every revert."""
         t = time.time() - self.result.started_at if self.result.started_at else 0.0
         for fault, fr in list(self._active):
             self._end_fault(fault, fr, t)
+        for thread in self._reverting:
+            thread.join(REVERT_TIMEOUT_S)
+            if thread.is_alive():
+                self.result.errors.append(f"{thread.name}: not done after {REVERT_TIMEOUT_S:.0f} s")
 
     def _rollbacks(self) -> None:
         for rb in self.book.rollbacks:

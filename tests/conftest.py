@@ -219,3 +219,19 @@ def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
             clusters = Clusters(registry, services.stack.state_dir)
             clusters.destroy(team, c.name, "alice")
         registry.close()
+
+
+# -- where the suite's time goes: seconds per file (setup, call and teardown), to balance the two xdist workers ----
+_FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = report.nodeid.split("::")[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FILE_SECONDS:
+        terminalreporter.section("seconds per test file")
+        for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{seconds:8.1f}s {path}")

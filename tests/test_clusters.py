@@ -4,10 +4,8 @@ the registry; bad requests refused before anything is touched."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,7 +18,7 @@ from jobs.generator import booking_logs, produce
 from jobs.lifecycle import Daggers
 from jobs.spec import parse_spec
 from jobs.submission import SparkRest
-from odin.cluster.health import health
+from odin.cluster.health import check_cluster, health
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import relocation
 from odin.cluster.secret import rest_token
@@ -31,6 +29,7 @@ from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
 from odin.terraform import Terraform
 from tests.conftest import Services
+from tests.loki_runs import assert_accounted, assert_exact, simulate
 from tests.test_dagger import new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
@@ -116,12 +115,13 @@ def _other_secret(root: Path) -> Path:
 def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_moves_cluster(
     platform: tuple[Registry, Clusters, str], services: Services
 ) -> None:
-    """The active master is killed while a dagger runs: ZooKeeper elects the standby, the worker and the driver
-    re-register with it, and the dagger goes on exactly (its driver never stopped). Then the cluster is destroyed
-    with `move_daggers_to`: the dagger resumes its checkpoint on the team's other cluster, still exact."""
+    """Loki's master-loss playbook kills the active master while a dagger runs (and Loki's own under load): ZooKeeper
+    elects the standby, the worker and the drivers re-register with it, and both daggers go on exactly (their
+    drivers never stopped). Then the cluster is destroyed with `move_daggers_to`: the dagger resumes its checkpoint
+    on the team's other cluster, still exact."""
     registry, clusters, team = platform
     registry.add_member(team, "alice")
-    spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_cores=3, worker_memory="3g")
+    spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_cores=5, worker_memory="5g")
     record = clusters.create(spec, "alice").record
     daggers = Daggers(registry, clusters.state_dir)
     topic, measurement = new_topic(services), f"surge_ha_{uuid.uuid4().hex[:6]}"
@@ -138,19 +138,14 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
         assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
 
         nodes = _nodes(clusters, spec)
-        active = next(
-            name
-            for name, n in nodes.items()
-            if n["role"] == "spark_master"
-            and httpx.get(f"http://{n['host']}:{n['ports']['ui']}/json/", timeout=5).json()["status"] == "ALIVE"
-        )
-        [master] = of_node(nodes[active])
-        os.killpg(master.pid, signal.SIGKILL)  # the active master dies; ZooKeeper elects the standby
-        survivors = {k: v for k, v in nodes.items() if k != active}
-        deadline = time.monotonic() + 120
-        while health(survivors, 1) and time.monotonic() < deadline:
-            time.sleep(1)
-        assert health(survivors, 1) == [], "the standby master did not take over with the worker"
+        active = check_cluster(nodes, 1).active_master
+        report, run = simulate(services, "master-loss", "--team", team, "--cluster", "ha", "--user", "alice")
+        assert_accounted(report, services, run)
+        assert_exact(report)
+        [fault] = report["faults"]
+        assert fault["resource"] == f"spark/{team}/ha/active-master" and fault["error"] is None
+        after = check_cluster(nodes, 1)  # Odin brought the killed master back: as the standby
+        assert after.ok and after.active_master not in (None, active), after
 
         second = list(booking_logs(1_500, seed=42, start=start + timedelta(minutes=10), rate=10))
         later = [*second, *closing_markers(start + timedelta(minutes=15))]

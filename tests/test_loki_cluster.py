@@ -1,6 +1,6 @@
 """Loki's team-cluster standard playbooks at small scale, aimed at the session's team cluster: a worker or a
 dagger's driver killed under load, each report checked against the sink, the broker and the ground truth.
-(master-loss is not run here yet: a driver killed soon after a failover did not end, see docs/decisions.md.)"""
+(master-loss runs inside tests/test_clusters.py's HA test, on a cluster of two masters.)"""
 
 from __future__ import annotations
 
