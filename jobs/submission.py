@@ -43,6 +43,13 @@ class DriverStatus:
 NOT_ALIVE = "Current state is not alive"
 
 
+def _gist(message: str) -> str:
+    """A master's words without the stack a status answer carries ("Exception from the cluster:", the exception,
+    then one line per frame)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.startswith("\t")]
+    return " ".join(lines[:2])[:300]
+
+
 class SparkRest:
     def __init__(self, rest_urls: list[str], token: Callable[[], str]) -> None:
         if not rest_urls:
@@ -73,7 +80,7 @@ class SparkRest:
                 continue
             standby = not doc.get("success") and NOT_ALIVE in str(doc.get("message", ""))
             if standby or doc.get("action") == "ErrorResponse" or (r.status_code >= 400 and not doc.get("success")):
-                problems.append(f"{url}: {doc.get('message') or r.text[:300]}")
+                problems.append(f"{url}: {_gist(str(doc.get('message') or r.text))}")
                 continue
             return doc
         raise SubmissionError("; ".join(problems))
@@ -151,6 +158,6 @@ class SparkRest:
             else:
                 if status.final:
                     return status.state
-                heard("status of", f"{status.state} on {status.worker or 'no worker'} {status.message}".rstrip())
+                heard("status of", f"{status.state} on {status.worker or 'no worker'} {_gist(status.message)}".rstrip())
             time.sleep(poll_s)
         return None
