@@ -191,10 +191,13 @@ def run_feed(
     on_tick: Callable[[Feed], None] | None = None,
     linger_s: float = 30.0,
     reset: threading.Event | None = None,
+    buffer_events: int = 1_000_000,
 ) -> Feed:
     """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
     broker's answers. What is still unanswered stays indeterminate. `reset` says the broker came back from losing
-    its state: the producer is renewed (the old one waits on a producer id the new broker never gave)."""
+    its state: the producer is renewed (the old one waits on a producer id the new broker never gave).
+    `buffer_events`: how many events the producer holds unanswered; past it, an event waits for room (and is then
+    sent as it was made)."""
     duration = feeder.duration.total_seconds()
     capacity = due(feeder.rate, duration, duration) + 16
     feed = Feed(feeder, proto, topics, capacity)
@@ -204,7 +207,7 @@ def run_feed(
         "enable.idempotence": True,  # a retried send is not a duplicate
         "acks": "all",
         "linger.ms": 5,
-        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.messages": buffer_events,
         "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
     }
 
@@ -265,6 +268,20 @@ def run_feed(
                 if flush_s is None or time.monotonic() >= deadline:
                     return
 
+    def stage(i: int) -> tuple[str, int, bytes]:
+        """Event `i` from the seed's generators (each draws once per event), stamped now: where it goes, and its
+        bytes."""
+        msg = make(rng, i)
+        now = time.time()
+        stamp(msg.event_timestamp, now)
+        feed.times[i] = now
+        feed.slots[i] = i % len(feed.targets)
+        malformed = feeder.malformed_ratio > 0 and bad.random() < feeder.malformed_ratio
+        feed.malformed[i] = malformed
+        topic, partition = feed.targets[feed.slots[i]]
+        return topic, partition, MALFORMED if malformed else msg.SerializeToString()
+
+    staged: tuple[int, tuple[str, int, bytes]] | None = None
     started = time.monotonic()
     next_tick = started
     while not stop.is_set():
@@ -279,23 +296,18 @@ def run_feed(
         target = min(due(feeder.rate, elapsed, duration), capacity)
         while feed.sent < target:
             i = feed.sent
-            msg = make(rng, i)
-            now = time.time()
-            stamp(msg.event_timestamp, now)
-            feed.times[i] = now
-            feed.slots[i] = i % len(feed.targets)
-            malformed = feeder.malformed_ratio > 0 and bad.random() < feeder.malformed_ratio
-            feed.malformed[i] = malformed
-            topic, partition = feed.targets[feed.slots[i]]
-            value = MALFORMED if malformed else msg.SerializeToString()
+            if staged is None or staged[0] != i:  # made once: a retried event is the same event (Feed.events)
+                staged = (i, stage(i))
+            topic, partition, value = staged[1]
             try:
                 producer.produce(topic, value, partition=partition, on_delivery=partial(delivered, i))
             except BufferError:
-                serve(producer)  # the local queue is full: the broker is slow or away; retry this event
+                # The local queue is full: the broker is slow or away. The event is retried from the outer loop,
+                # which first hears of a stop, a reset or a renewal (the producer holding the queue may be the one
+                # the broker no longer knows).
+                serve(producer)
                 time.sleep(0.05)
-                if stop.is_set():
-                    break
-                continue
+                break
             except KafkaException as e:
                 if not _fatal(e):
                     raise

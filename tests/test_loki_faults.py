@@ -30,6 +30,9 @@ def test_a_broker_loss_shows_exactly_what_the_broker_lost_and_nothing_else_is_lo
     assert_accounted(report, services, record)
     events = report["events"]
     assert events["gone_from_broker"] > 0, "a broker on memory storage came back with what it had acknowledged"
+    # ... and only that: what it acknowledged once back is read back (CI's reports had every event "gone", as the
+    # feeder made a retried event anew, and the ground truth was not what had been sent)
+    assert events["gone_from_broker"] < 0.6 * events["acknowledged"], events
     assert events["lost_with_the_broker"] == events["lost"] <= events["gone_from_broker"], events  # none beyond it
     assert events["duplicated"] == 0 and report["consumers"]["surge"]["events_lost_beyond_broker"] == 0
     assert report["cases"][0]["verdict"] == "pass", (report["cases"], report["feeders"], report["errors"])
