@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     with temporary_state_dir("bench-loki") as state:
         stack = Stack("local", state)
         registry: Registry | None = None
+        created: list[str] = []
         try:
             with console.status("odin up: Kafka (data and perf brokers), VictoriaMetrics, PostgreSQL"):
                 up = stack.up(
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 if any(b.target.cluster == spec.name for b in books.values()):
                     with console.status(f"odin cluster create {TEAM}/{spec.name}"):
                         clusters.create(spec, MEMBER)
+                    created.append(spec.name)
             for name, book in books.items():
                 book = book.bound().scaled(args.rate_scale, args.time_scale)
                 started = time.monotonic()
@@ -101,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
                     report, html = run_playbook(book, state, MEMBER, reports, lambda m, s=status: s.update(m))
                 results[name] = _figures(report) | {"wall_s": time.monotonic() - started, "report": str(html)}
                 console.print(f"{name}: {results[name]['verdict']} ({html})")
+                if report["state"] == "halted":  # `loki halt` or Ctrl-C: the bench stops too
+                    break
         finally:
             if registry is not None:
+                for name in created:  # a cluster's processes outlive the stack's services otherwise
+                    Clusters(registry, state).destroy(TEAM, name, MEMBER)
                 registry.close()
             stack.down()
     _print(results)
