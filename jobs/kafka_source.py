@@ -117,12 +117,30 @@ def _decoder(
     return Decoder(find_message(proto, schemas), timestamp_field, columns, computed, filters)
 
 
-# How long a broker may take to answer a fetch: librdkafka's default. Reads ask only for offsets known to exist,
-# which a broker answers as soon as it has found them. Tansu's memory storage finds an offset by going through
-# every batch of the partition, and a fetch it cannot answer within the wait comes back empty, every time: 10 ms
-# stalled a dagger for good on a perf stream of ~60,000 batches (20,000 events/s for a few minutes).
-FETCH_WAIT_MS = 500
-CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": FETCH_WAIT_MS}
+# A short fetch wait: we always know how much is due, and brokers (Tansu) hold a fetch for the whole wait.
+CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
+# ...except for reading a planned range, which asks only for offsets known to exist (answered as soon as the broker
+# has found them): Tansu's memory storage finds an offset by going through every batch of the partition, and a
+# fetch it cannot answer within the wait comes back empty, every time. 10 ms stalled a dagger for good on a perf
+# stream of ~60,000 batches (20,000 events/s for a few minutes); librdkafka's default 500 ms reads it at once.
+RANGE_FETCH_WAIT_MS = 500
+
+
+def range_reader_config(stream: StreamSpec, topic: str) -> dict[str, Any]:
+    """librdkafka settings of the consumer that reads a planned range of `topic`."""
+    return kafka_config(
+        stream,
+        consumer=True,
+        **{
+            "group.id": f"dagger-reader-{topic}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "error",  # never skip to wherever librdkafka's default would: that loses data
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "queued.min.messages": 200_000,
+            "fetch.wait.max.ms": RANGE_FETCH_WAIT_MS,
+        },
+    )
 
 
 def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: Any) -> dict[str, Any]:
@@ -457,20 +475,7 @@ def read_range(
     streaming reader); False only skips them (the preview, which must write nothing). With `late_rule`, events late
     for the batch's watermark go there too. With the range's `bound`, a last row gives Spark the watermark the range
     makes, and `log` records it with the range's latest event time."""
-    consumer = Consumer(
-        kafka_config(
-            stream,
-            consumer=True,
-            **{
-                "group.id": f"dagger-reader-{part.topic}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "auto.offset.reset": "error",  # never skip to wherever librdkafka's default would: that loses data
-                "fetch.max.bytes": 64 * 1024 * 1024,
-                "queued.min.messages": 200_000,
-            },
-        )
-    )
+    consumer = Consumer(range_reader_config(stream, part.topic))
     dlq = DeadLetters(stream, write=dead_letters)
     late = Lateness(late_rule, part.late_before) if late_rule is not None and part.late_before else None
     latest: int | None = None

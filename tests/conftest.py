@@ -223,30 +223,6 @@ def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
 
 # -- where the suite's time goes: seconds per file (setup, call and teardown), to balance the two xdist workers ----
 _FILE_SECONDS: dict[str, float] = {}
-# The files that take longest (the summary below, CI of 2026-11-25), handed out first (with
-# `--no-loadscope-reorder`): xdist's default hands out files with the most tests first, which left these few-test,
-# minutes-long files for the end of the run, one worker busy and the other done.
-LONGEST_FIRST = (
-    "test_loki_faults.py",
-    "test_odin.py",
-    "test_clusters.py",
-    "test_loki_cluster.py",
-    "test_healing.py",
-    "test_dags.py",
-    "test_dagger.py",
-    "test_self_serve.py",
-    "test_alerting.py",
-    "test_failover.py",
-    "test_lifecycle.py",
-    "test_loki.py",
-    "test_kafka_failover.py",
-    "test_resume.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file keeps its tests' order
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -29,8 +29,17 @@ def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[
 
     def feed() -> None:
         try:
-            outcome["feed"] = run_feed(feeder, "daggers.events.BookingLog", [topic], bootstrap, stop, reset=lost,
-                                       linger_s=10, buffer_events=200)  # fmt: skip (a full buffer while it is down)
+            # a buffer of 200 events fills while the broker is away: sends wait for room, then go as they were made
+            outcome["feed"] = run_feed(
+                feeder,
+                "daggers.events.BookingLog",
+                [topic],
+                bootstrap,
+                stop,
+                reset=lost,
+                linger_s=10,
+                buffer_events=200,
+            )
         except Exception as e:  # the assertion below shows it
             outcome["error"] = e
 

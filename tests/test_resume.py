@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from jobs.checkpoint import CheckpointError, last_committed_batch
 from jobs.engine import run
 from jobs.generator import booking_logs, produce
-from jobs.kafka_source import kafka_config
+from jobs.kafka_source import range_reader_config
 from jobs.offsets import DataLossError
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import KafkaSettings, StreamSpec, parse_spec
@@ -305,7 +305,7 @@ def test_a_partition_of_many_small_batches_is_read_on_tansu(own_broker: tuple[St
     assert producer.flush(120) == 0
     stream = StreamSpec(table="t", topics=[topic], proto="daggers.events.BookingLog",
                         kafka=KafkaSettings(bootstrap_servers=bootstrap))  # fmt: skip
-    consumer = Consumer(kafka_config(stream, **{"group.id": "reader", "enable.auto.commit": False}))
+    consumer = Consumer(range_reader_config(stream, topic))  # as the dagger's reads of planned ranges are
     try:
         consumer.assign([TopicPartition(topic, 0, 300_000)])
         deadline, got = time.monotonic() + 20, []

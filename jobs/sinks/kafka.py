@@ -40,7 +40,6 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
-from jobs.kafka_source import FETCH_WAIT_MS
 from jobs.protobuf import WRAPPERS, SchemaError, find_message, is_map
 from jobs.sinks.base import (
     BaseSink,
@@ -251,7 +250,7 @@ class KafkaWriter(BaseSink):
                 "enable.partition.eof": True,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": FETCH_WAIT_MS,
+                "fetch.wait.max.ms": 10,
             }
         )
         try:
