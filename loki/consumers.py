@@ -129,13 +129,17 @@ def stop(consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: flo
     proc = consumer.process
     if proc is None or proc.poll() is not None:
         return
+    # The dagger alone: it stops its query after the batch. Its group holds Spark's JVM and Python workers, which the
+    # same signal would end under the running query (it then failed, and stopped with a stack trace).
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
+        pass
+    finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left behind, or all of it if it did not stop in time
         proc.wait(30)
 
 

@@ -192,16 +192,19 @@ def run_feed(
     linger_s: float = 30.0,
     reset: threading.Event | None = None,
     buffer_events: int = 1_000_000,
+    partitions: dict[str, int] | None = None,
 ) -> Feed:
     """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
     broker's answers. What is still unanswered stays indeterminate. `reset` says the broker came back from losing
     its state: the producer is renewed (the old one waits on a producer id the new broker never gave).
     `buffer_events`: how many events the producer holds unanswered; past it, an event waits for room (and is then
-    sent as it was made)."""
+    sent as it was made). `partitions`: each topic's partition count as the broker has it (default: the feeder's):
+    every partition gets load, since one without any would hold the consumers' watermark until its idle timeout."""
     duration = feeder.duration.total_seconds()
     capacity = due(feeder.rate, duration, duration) + 16
     feed = Feed(feeder, proto, topics, capacity)
-    feed.targets = [(t, p) for t in topics for p in range(feeder.partitions)]
+    counts = partitions or {}
+    feed.targets = [(t, p) for t in topics for p in range(counts.get(t, feeder.partitions))]
     config = {
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,  # a retried send is not a duplicate

@@ -95,7 +95,9 @@ class Feeder(Model):
     )
     rate: Rate = Field(description="steady, ramp or spike.")
     duration: Duration = Field(description="How long it produces.")
-    partitions: int = Field(2, ge=1, le=64, description="Partitions of each perf topic (created if missing).")
+    partitions: int = Field(
+        2, ge=1, le=64, description="Partitions of each perf topic Loki creates; an existing topic's are all fed."
+    )
     keys: int = Field(5000, ge=1, le=10_000_000, description="Key cardinality (customers, drivers).")
     city: str = Field("jakarta", description="Events' lat/long are around this city (jobs/generator.py CITIES).")
     malformed_ratio: float = Field(0.0, ge=0, le=0.5, description="Share of events sent as undecodable bytes.")

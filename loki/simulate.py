@@ -95,6 +95,7 @@ class Simulation:
         self._active: list[tuple[Fault, FaultRun]] = []
         self._reverting: list[threading.Thread] = []  # reverts under way (a converge takes tens of seconds)
         self._producers_lost: list[threading.Event] = []  # one per feeder
+        self._partitions: dict[int, dict[str, int]] = {}  # per feeder: its topics' partition counts
 
     # -- helpers -----------------------------------------------------------------------------------------------
 
@@ -190,9 +191,12 @@ class Simulation:
         self._wait_first_progress()
 
     def _ensure_feeder_topics(self) -> None:
+        """Create the feeders' topics where missing; an existing topic keeps its partitions, and a broker back from a
+        data-disk loss gets them as they were (its consumers' checkpoints know them)."""
         for i, f in enumerate(self.book.load.feeders):
             bootstrap = self._feeder_bootstrap(f.stream)
-            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(self.plan.feeder_topics[i], f.partitions))
+            wanted = self._partitions.get(i) or dict.fromkeys(self.plan.feeder_topics[i], f.partitions)
+            self._partitions[i] = ensure_topics({"bootstrap.servers": bootstrap}, dict(wanted))
 
     def _feeder_bootstrap(self, stream: str) -> str:
         record = self.registry.stream(stream)
@@ -237,7 +241,7 @@ class Simulation:
 
             try:
                 run_feed(f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
-                         on_tick=tick, reset=self._producers_lost[i])  # fmt: skip
+                         on_tick=tick, reset=self._producers_lost[i], partitions=self._partitions.get(i))  # fmt: skip
             except Exception as e:  # the report says so; what it had sent keeps its fates
                 result.errors.append(f"feeder {i} ({f.stream}) stopped: {type(e).__name__}: {e}")
                 self.journal("feeder.failed", feeder=i, error=str(e))

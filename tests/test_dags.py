@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from tests.test_dagger import surge_truth
 from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
 
 PERF_STREAM = "booking-log-perf"  # a stream of its own: the lifecycle tests' daggers read booking-log
+AirflowHome = Callable[[Path, Path], dict[str, str]]  # (its home, Odin's home) -> its environment
 CLOSE = START + timedelta(minutes=8)  # where the perf stream tests' closing markers move the watermark
 
 
@@ -51,9 +54,8 @@ def _airflow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProces
     return subprocess.run([str(BIN_DIR / "airflow"), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
-def _airflow_home(home: Path, odin_home: Path) -> dict[str, str]:
-    """The environment of an Airflow with a migrated SQLite database in `home`, acting on Odin's `odin_home`."""
-    env = {
+def _airflow_env(home: Path, odin_home: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -62,34 +64,60 @@ def _airflow_home(home: Path, odin_home: Path) -> dict[str, str]:
         "PATH": f"{BIN_DIR}:{os.environ['PATH']}",
         "PYTHONPATH": str(REPO),
     }
-    assert _airflow(["db", "migrate"], env).returncode == 0
-    return env
 
 
-def test_platform_health_dag_checks_a_running_stack(services: Services, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite metadata database migrated once for the module (a migration takes tens of seconds)."""
+    home = tmp_path_factory.mktemp("airflow-migrated")
+    run = _airflow(["db", "migrate"], _airflow_env(home, home / "no-odin"))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    return home / "airflow.db"
+
+
+@pytest.fixture
+def airflow_home(migrated_db: Path) -> AirflowHome:
+    """The environment of an Airflow with its own copy of the migrated database in `home`, acting on Odin's
+    `odin_home`."""
+
+    def make(home: Path, odin_home: Path) -> dict[str, str]:
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(migrated_db, home / "airflow.db")
+        return _airflow_env(home, odin_home)
+
+    return make
+
+
+def test_platform_health_dag_checks_a_running_stack(
+    services: Services, tmp_path: Path, airflow_home: AirflowHome
+) -> None:
     assert services.stack is not None
-    env = _airflow_home(tmp_path, services.stack.state_dir)
+    env = airflow_home(tmp_path, services.stack.state_dir)
     run = _airflow(["dags", "test", "platform_health"], env)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-3000:]
     assert "state=success" in out or "success" in out.lower(), out[-3000:]
 
 
-def test_platform_health_dag_fails_on_an_environment_never_brought_up(tmp_path: Path) -> None:
-    env = _airflow_home(tmp_path / "airflow", tmp_path / "nothing-here")
+def test_platform_health_dag_fails_on_an_environment_never_brought_up(
+    tmp_path: Path, airflow_home: AirflowHome
+) -> None:
+    env = airflow_home(tmp_path / "airflow", tmp_path / "nothing-here")
     run = _airflow(["dags", "test", "platform_health"], env)
     out = run.stdout + run.stderr
     assert run.returncode != 0
     assert "was never brought up" in out, out[-3000:]
 
 
-def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(services: Services, tmp_path: Path) -> None:
+def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(
+    services: Services, tmp_path: Path, airflow_home: AirflowHome
+) -> None:
     """`airflow dags test` runs as user `dag_test`: refused until it is a platform engineer."""
     assert services.stack is not None
     registry = Registry.connect(services.registry_url)
     team = f"t{uuid.uuid4().hex[:8]}"
     registry.ensure_team(team)
-    env = _airflow_home(tmp_path, services.stack.state_dir)
+    env = airflow_home(tmp_path, services.stack.state_dir)
     conf = json.dumps({"team": team, "cluster": "main", "workers": 1, "worker_memory": "512m"})
     try:
         if "dag_test" not in registry.members(PLATFORM_TEAM):  # another test may have added it
@@ -140,13 +168,16 @@ def _form(team: str, measurement: str, services: Services, **changes: Any) -> di
 
 
 def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
-    services: Services, team_cluster: TeamCluster, tmp_path: Path
+    services: Services,
+    team_cluster: TeamCluster,
+    tmp_path: Path,
+    airflow_home: AirflowHome,
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")  # who `airflow dags test` runs as
     events = list(booking_logs(2_000, seed=31, start=START, rate=10))
     produce_to_stream(services, registry, events, CLOSE, PERF_STREAM)
-    env = _airflow_home(tmp_path, team_cluster.state_dir)
+    env = airflow_home(tmp_path, team_cluster.state_dir)
     measurement = f"surge_form_{uuid.uuid4().hex[:6]}"
 
     run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(_form(team, measurement, services))], env)
@@ -186,11 +217,16 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     ],
 )
 def test_bad_deploy_params_fail_before_anything_is_touched(
-    services: Services, team_cluster: TeamCluster, tmp_path: Path, changes: dict[str, Any], says: str
+    services: Services,
+    team_cluster: TeamCluster,
+    tmp_path: Path,
+    airflow_home: AirflowHome,
+    changes: dict[str, Any],
+    says: str,
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")
-    env = _airflow_home(tmp_path, team_cluster.state_dir)
+    env = airflow_home(tmp_path, team_cluster.state_dir)
     conf = _form(team, "m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
     run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], env)
     out = run.stdout + run.stderr

@@ -14,6 +14,7 @@ from loki.feeder import ACKED, Feed, run_feed
 from loki.playbook import Feeder, Steady
 from odin.spec import StackSpec
 from odin.stack import Stack
+from tests.conftest import Services
 
 
 def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[Stack, StackSpec]) -> None:
@@ -76,3 +77,18 @@ def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[
     assert 0 < broker.gone <= int((acked & (result.times[: counts["sent"]] < back)).sum()), broker.to_dict()
     late_hashes = {hash(m.SerializeToString()) for i, m in result.events() if m is not None and acked_late[i]}
     assert late_hashes and not late_hashes & broker.gone_hashes
+
+
+def test_every_partition_of_an_existing_topic_is_fed(services: Services) -> None:
+    """A perf topic mirrored from a data stream has its partitions, not the feeder's: each one gets load (a
+    partition without any held a full-scale run's watermark, and so its freshness probe, for a minute)."""
+    topic = f"feed-{uuid.uuid4().hex[:8]}-perf"
+    config = {"bootstrap.servers": services.kafka_bootstrap}
+    ensure_topics(config, {topic: 4})
+    counts = ensure_topics(config, {topic: 2})  # as a run asks for its feeder's topics: existing, so left as is
+    assert counts == {topic: 4}
+    feeder = Feeder(stream="booking-log-perf", rate=Steady(events_per_s=400), duration=timedelta(seconds=2))
+    feed = run_feed(feeder, "daggers.events.BookingLog", [topic], services.kafka_bootstrap, threading.Event(),
+                    linger_s=10, partitions=counts)  # fmt: skip
+    assert feed.counts()["acknowledged"] == feed.counts()["sent"] > 0
+    assert sorted(feed.acked_ends()) == [(topic, p) for p in range(4)]
