@@ -117,7 +117,8 @@ def _decoder(
     return Decoder(find_message(proto, schemas), timestamp_field, columns, computed, filters)
 
 
-# A short fetch wait: we always know how much is due, and brokers (Tansu) hold a fetch for the whole wait.
+# A short fetch wait: we always know how much is due, and a broker holds a fetch that finds nothing (a probe at a
+# partition's end) for the whole wait.
 CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
 # ...except for reading a planned range, which asks only for offsets known to exist (answered as soon as the broker
 # has found them): Tansu's memory storage finds an offset by going through every batch of the partition, and a
