@@ -192,19 +192,16 @@ def run_feed(
     linger_s: float = 30.0,
     reset: threading.Event | None = None,
     buffer_events: int = 1_000_000,
-    partitions: dict[str, int] | None = None,
 ) -> Feed:
     """Produce the feeder's load until its duration ends or `stop` is set; then wait up to `linger_s` for the
     broker's answers. What is still unanswered stays indeterminate. `reset` says the broker came back from losing
     its state: the producer is renewed (the old one waits on a producer id the new broker never gave).
     `buffer_events`: how many events the producer holds unanswered; past it, an event waits for room (and is then
-    sent as it was made). `partitions`: each topic's partition count as the broker has it (default: the feeder's):
-    every partition gets load, since one without any would hold the consumers' watermark until its idle timeout."""
+    sent as it was made). Every partition the broker has gets load, also one that came with a topic recreated
+    after a broker loss: a partition without any would hold the consumers' watermark until their idle timeout."""
     duration = feeder.duration.total_seconds()
     capacity = due(feeder.rate, duration, duration) + 16
     feed = Feed(feeder, proto, topics, capacity)
-    counts = partitions or {}
-    feed.targets = [(t, p) for t in topics for p in range(counts.get(t, feeder.partitions))]
     config = {
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,  # a retried send is not a duplicate
@@ -225,6 +222,23 @@ def run_feed(
         return Producer({**config, "error_cb": on_error}), fatal
 
     (producer, fatal), retired = new_producer(), []
+    active: list[int] = []  # the slots (indexes into feed.targets) events go to now
+
+    def retarget(p: Producer) -> None:
+        """Every partition of the topics as the broker has them now; a target once fed keeps its slot (the ground
+        truth refers to it)."""
+        try:
+            meta = p.list_topics(timeout=10).topics
+        except KafkaException:
+            meta = {}
+        counts = {t: len(meta[t].partitions) for t in topics if t in meta and meta[t].error is None}
+        if not counts and active:  # the broker does not answer yet: go on as before
+            return
+        wanted = [(t, n) for t in topics for n in range(counts.get(t, feeder.partitions))]
+        feed.targets += [w for w in wanted if w not in feed.targets]
+        active[:] = [feed.targets.index(w) for w in wanted]
+
+    retarget(producer)
     if feeder.city not in {c.name for c in CITIES}:
         raise ValueError(f"city: {feeder.city!r} is not one of {', '.join(c.name for c in CITIES)}")
     make = _maker(feeder, proto)
@@ -249,6 +263,7 @@ def run_feed(
         serve(producer)
         retired.append(producer)
         producer, fatal = new_producer()
+        retarget(producer)  # a broker back empty may have the topics with other partitions
 
     def serve(p: Producer, flush_s: float | None = None) -> None:
         """Serve `p`'s delivery reports (all of them within `flush_s`, or those ready). The client raises a
@@ -278,7 +293,7 @@ def run_feed(
         now = time.time()
         stamp(msg.event_timestamp, now)
         feed.times[i] = now
-        feed.slots[i] = i % len(feed.targets)
+        feed.slots[i] = active[i % len(active)]
         malformed = feeder.malformed_ratio > 0 and bad.random() < feeder.malformed_ratio
         feed.malformed[i] = malformed
         topic, partition = feed.targets[feed.slots[i]]

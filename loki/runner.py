@@ -117,12 +117,11 @@ def feed_only(book: Playbook, state_dir: Path | None, console: Console) -> list[
             if record is None or not record.perf_twin_of:
                 raise ValueError(f"load.feeders: {f.stream!r} is not a perf stream of the catalog")
             bootstrap = record.serving_bootstrap_servers
-            partitions = ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(record.topics, f.partitions))
+            ensure_topics({"bootstrap.servers": bootstrap}, dict.fromkeys(record.topics, f.partitions))
             with console.status(f"feeding {f.stream}") as status:
                 done = run_feed(
                     f, record.proto, record.topics, bootstrap, stop,
                     on_tick=lambda fd, name=f.stream: status.update(f"feeding {name}: {fd.sent:,} sent"),
-                    partitions=partitions,
                 )  # fmt: skip
             counts.append(done.counts())
         return counts

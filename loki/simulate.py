@@ -241,7 +241,7 @@ class Simulation:
 
             try:
                 run_feed(f, record.proto, self.plan.feeder_topics[i], record.serving_bootstrap_servers, stop_feeders,
-                         on_tick=tick, reset=self._producers_lost[i], partitions=self._partitions.get(i))  # fmt: skip
+                         on_tick=tick, reset=self._producers_lost[i])  # fmt: skip
             except Exception as e:  # the report says so; what it had sent keeps its fates
                 result.errors.append(f"feeder {i} ({f.stream}) stopped: {type(e).__name__}: {e}")
                 self.journal("feeder.failed", feeder=i, error=str(e))
