@@ -37,6 +37,7 @@ from odin.spec import Service
 Say = Callable[[str], None]
 START_TIMEOUT_S = 240
 DISK_MB = 64
+ATTRIBUTION_S = WINDOW_S  # how long after a fault's end a broken steady state is still the fault's
 REVERT_TIMEOUT_S = 600.0  # a revert that brings a node back waits for its converge, itself bounded
 
 
@@ -49,9 +50,25 @@ class FaultRun:
     end_t: float | None = None
     error: str | None = None
     detected_t: float | None = None  # first sample after the start with a probe broken
-    recovered_t: float | None = None  # first sample from which the steady state held again to the end of the fault's
+    recovered_t: float | None = None  # first sample from which the steady state held again (see `observe`)
     steady_at_start: bool | None = None  # if not, its detection time may be what was broken before it
     undo: dict[str, Any] = field(default_factory=dict)
+
+    def observe(self, t: float, steady: bool) -> None:
+        """A sample at `t`: the fault is detected at the first one after its start with the steady state broken,
+        and recovered at the first one from which it holds again. A break more than ATTRIBUTION_S after its end is
+        not the fault's: the slowest probe (the processed ratio) looks back that far, so an effect of the fault
+        shows by then (in a full-scale cpu-pressure run the dagger kept up through the fault, and a dip at the end
+        of the load, 60 s later, was reported as the fault's detection and recovery)."""
+        if self.error is not None or t <= self.start_t:  # taken as it started: what was before it
+            return
+        if not steady:
+            if self.end_t is not None and t > self.end_t + ATTRIBUTION_S:
+                return
+            self.detected_t = t if self.detected_t is None else self.detected_t
+            self.recovered_t = None
+        elif self.detected_t is not None and self.recovered_t is None:
+            self.recovered_t = t
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if k != "undo"}
@@ -281,7 +298,8 @@ class Simulation:
             sent_30s = sent - next((n for (ts, n) in history if ts >= t - WINDOW_S), 0)
             sample = self._sample(observer, t, live, sent_30s)
             result.samples.append(sample)
-            self._mark_detection(sample)
+            for fr in result.faults:
+                fr.observe(sample.t, sample.steady)
             if sample.steady:
                 broken_since = None
             elif broken_since is None:
@@ -332,17 +350,6 @@ class Simulation:
             sample.probes[f"{p.type}:{p.consumer}"] = judge(p, sample.consumers[p.consumer], sample.sent, sent_30s)
         return sample
 
-    def _mark_detection(self, sample: Sample) -> None:
-        """A fault is detected at the first sample after its start with the steady state broken, and recovered at
-        the first one from which it holds again (broken again later: not recovered yet)."""
-        for fr in self.result.faults:
-            if fr.error is not None or sample.t <= fr.start_t:  # taken as it started: what was before it
-                continue
-            if not sample.steady:
-                fr.detected_t = sample.t if fr.detected_t is None else fr.detected_t
-                fr.recovered_t = None
-            elif fr.detected_t is not None and fr.recovered_t is None:
-                fr.recovered_t = sample.t
 
     def _safeguards_broken(self, sample: Sample, broken_since: float | None, t: float) -> bool:
         guards = self.book.safeguards

@@ -177,6 +177,24 @@ def test_the_comparison_counts_lost_and_duplicated_events_per_window() -> None:
     assert compare(truth, truth, shape, "n").exact
 
 
+def test_a_fault_is_detected_and_recovered_by_what_the_steady_state_did_while_it_was_the_faults() -> None:
+    """Samples every 5 s; the fault on from 45 to 90 s. A break more than ATTRIBUTION_S after its end is not its."""
+
+    def run(broken: set[float], end_t: float | None = 90.0) -> tuple[float | None, float | None]:
+        fr = FaultRun("cpu", "cpu_pressure", "host/local", 45.0)
+        for t in range(0, 160, 5):
+            fr.end_t = end_t if end_t is not None and t >= end_t else None
+            fr.observe(float(t), t not in broken)
+        return fr.detected_t, fr.recovered_t
+
+    assert run({40.0}) == (None, None)  # broken before it: not its doing
+    assert run({60.0, 65.0}) == (60.0, 70.0)
+    assert run({60.0, 100.0, 105.0}) == (60.0, 110.0)  # broken again within its reach: not recovered until 110
+    assert run({150.0}) == (None, None)  # the cpu-pressure run: kept up through the fault, a dip 60 s after its end
+    assert run({60.0, 150.0}) == (60.0, 65.0)
+    assert run({95.0, 150.0}, end_t=None) == (95.0, 155.0)  # still on (its revert under way): every break is its
+
+
 def test_a_broker_loss_passes_only_when_the_sink_lost_no_more_than_the_broker() -> None:
     shape = OutputShape(("city", "window_end"), ("n",), "window_end")
     lost_three = {"surge": compare([{"city": 1, "window_end": "w1", "n": 10}],
