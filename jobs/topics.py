@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 TIMEOUT_S = 30.0
@@ -24,11 +25,18 @@ def ensure_topics(client_config: dict[str, Any], topics: dict[str, int | None]) 
                 raise
     deadline = time.monotonic() + TIMEOUT_S
     while True:  # a topic just created can be missing from the metadata for a moment
-        meta = admin.list_topics(timeout=TIMEOUT_S).topics
-        counts = {name: len(meta[name].partitions) for name in topics if name in meta and meta[name].error is None}
+        counts = partition_counts(admin, topics)
         if len(counts) == len(topics) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     if missing := sorted(set(topics) - set(counts)):
         raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"topics {missing} not in the metadata"))
     return counts
+
+
+def partition_counts(
+    client: AdminClient | Consumer | Producer, topics: Iterable[str], timeout_s: float = TIMEOUT_S
+) -> dict[str, int]:
+    """The partition count of each of `topics` the broker has (one missing, or in error, is left out)."""
+    meta = client.list_topics(timeout=timeout_s).topics
+    return {t: len(meta[t].partitions) for t in topics if t in meta and meta[t].error is None}

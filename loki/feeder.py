@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from google.protobuf.message import Message as ProtoMessage
 
 from jobs.generator import CITIES, booking, ping, request, stamp
+from jobs.topics import partition_counts
 from loki.playbook import Feeder, Ramp, Spike, Steady
 
 PENDING, ACKED, FAILED = 0, 1, 2
@@ -228,10 +229,9 @@ def run_feed(
         """Every partition of the topics as the broker has them now; a target once fed keeps its slot (the ground
         truth refers to it)."""
         try:
-            meta = p.list_topics(timeout=10).topics
+            counts = partition_counts(p, topics, timeout_s=10)
         except KafkaException:
-            meta = {}
-        counts = {t: len(meta[t].partitions) for t in topics if t in meta and meta[t].error is None}
+            counts = {}
         if not counts and active:  # the broker does not answer yet: go on as before
             return
         wanted = [(t, n) for t in topics for n in range(counts.get(t, feeder.partitions))]

@@ -350,7 +350,6 @@ class Simulation:
             sample.probes[f"{p.type}:{p.consumer}"] = judge(p, sample.consumers[p.consumer], sample.sent, sent_30s)
         return sample
 
-
     def _safeguards_broken(self, sample: Sample, broken_since: float | None, t: float) -> bool:
         guards = self.book.safeguards
         if guards.max_lag is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from jobs.topics import partition_counts
 from odin.kafka_ends import fetched_end
 
 TIMEOUT_S = 10.0
@@ -62,13 +63,10 @@ class Mirror:
 
     def prepare(self) -> dict[Key, int]:
         """Topics on the target with the source's partition counts; where each partition resumes (its end there)."""
-        source = self.consumer.list_topics(timeout=TIMEOUT_S)
-        partitions = {}
+        partitions = partition_counts(self.consumer, self.topics, TIMEOUT_S)
         for topic in self.topics:
-            meta = source.topics.get(topic)
-            if meta is None or meta.error is not None:
+            if topic not in partitions:
                 raise MirrorError(f"topic {topic} is not on the source cluster {self.source}")
-            partitions[topic] = len(meta.partitions)
         admin = AdminClient({"bootstrap.servers": self.target})
         existing = admin.list_topics(timeout=TIMEOUT_S).topics
         for topic, count in partitions.items():
