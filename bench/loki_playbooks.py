@@ -2,7 +2,8 @@
 against an isolated stack, and the figures each report records.
 
 On a temporary stack (Kafka with its perf broker, VictoriaMetrics, PostgreSQL on free ports), team `loki` gets the
-clusters the playbooks aim at: `perf` (1 master, 1 worker) and `perf-ha` (2 masters under ZooKeeper, 1 worker).
+clusters the playbooks aim at: `perf` (1 master) and `perf-ha` (2 masters under ZooKeeper), each with `--workers`
+workers of `--worker-cores` cores (default: 1 of 4).
 Each playbook runs through `loki.runner.run_playbook`, as `loki simulate` does; its report (JSON + HTML) stays in
 the reports folder given (default: a temporary one, printed).
 
@@ -38,10 +39,16 @@ from odin.stack import Stack
 
 console = Console()
 TEAM, MEMBER = "loki", "alice"
-CLUSTERS = [
-    ClusterSpec(team=TEAM, name="perf", workers=1, worker_cores=4, worker_memory="4g"),
-    ClusterSpec(team=TEAM, name="perf-ha", masters=2, workers=1, worker_cores=4, worker_memory="4g"),
-]
+
+
+def clusters(workers: int, cores: int) -> list[ClusterSpec]:
+    """The team's clusters: `perf` and `perf-ha`, each `workers` workers of `cores` cores (a dagger's driver and
+    its two executors take one core each)."""
+    memory = f"{max(2, cores)}g"
+    return [
+        ClusterSpec(team=TEAM, name="perf", workers=workers, worker_cores=cores, worker_memory=memory),
+        ClusterSpec(team=TEAM, name="perf-ha", masters=2, workers=workers, worker_cores=cores, worker_memory=memory),
+    ]
 
 
 def _figures(report: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-scale", type=float, default=1.0)
     parser.add_argument("--time-scale", type=float, default=1.0)
     parser.add_argument("--reports", type=Path, default=None, help="where the reports go")
+    parser.add_argument("--workers", type=int, default=1, help="workers of each team cluster")
+    parser.add_argument("--worker-cores", type=int, default=4, help="cores of each worker")
     args = parser.parse_args(argv)
     names = args.playbooks or standard_names()
     reports = args.reports or Path(tempfile.mkdtemp(prefix="loki-bench-"))
@@ -92,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             registry.add_member(TEAM, MEMBER)
             clusters = Clusters(registry, state)
             books = {n: load(STANDARD_DIR / f"{n}.yaml") for n in names}
-            for spec in CLUSTERS:
+            for spec in clusters(args.workers, args.worker_cores):
                 if any(b.target.cluster == spec.name for b in books.values()):
                     with console.status(f"odin cluster create {TEAM}/{spec.name}"):
                         clusters.create(spec, MEMBER)
