@@ -41,7 +41,7 @@ console = Console()
 TEAM, MEMBER = "loki", "alice"
 
 
-def clusters(workers: int, cores: int) -> list[ClusterSpec]:
+def team_clusters(workers: int, cores: int) -> list[ClusterSpec]:
     """The team's clusters: `perf` and `perf-ha`, each `workers` workers of `cores` cores (a dagger's driver and
     its two executors take one core each)."""
     memory = f"{max(2, cores)}g"
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             registry.add_member(TEAM, MEMBER)
             clusters = Clusters(registry, state)
             books = {n: load(STANDARD_DIR / f"{n}.yaml") for n in names}
-            for spec in clusters(args.workers, args.worker_cores):
+            for spec in team_clusters(args.workers, args.worker_cores):
                 if any(b.target.cluster == spec.name for b in books.values()):
                     with console.status(f"odin cluster create {TEAM}/{spec.name}"):
                         clusters.create(spec, MEMBER)
