@@ -207,7 +207,7 @@ def run_feed(
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,  # a retried send is not a duplicate
         "acks": "all",
-        "linger.ms": 5,
+        "linger.ms": round(feeder.linger.total_seconds() * 1000),
         "queue.buffering.max.messages": buffer_events,
         "message.timeout.ms": 30_000,  # then the delivery report says failed... or the event is indeterminate
     }

@@ -102,6 +102,12 @@ class Feeder(Model):
     city: str = Field("jakarta", description="Events' lat/long are around this city (jobs/generator.py CITIES).")
     malformed_ratio: float = Field(0.0, ge=0, le=0.5, description="Share of events sent as undecodable bytes.")
     seed: int = Field(0, description="Seed of the generator: the same playbook feeds the same events.")
+    linger: Duration = Field(
+        timedelta(milliseconds=50),
+        description="How long the producer gathers events into one batch per partition (librdkafka linger.ms), as "
+        "a service's producer does. Tansu reads a partition by walking its every batch, so batches of a few events "
+        "(5ms at 20,000 events/s) slow every read of a long run; a Kafka broker's offset index would not care.",
+    )
 
     @model_validator(mode="after")
     def _perf_only(self) -> Feeder:
