@@ -63,6 +63,9 @@ def test_every_standard_playbook_validates() -> None:
          "load.feeders.0.stream: 'booking-log' is not a perf stream"),
         ({"load": {"feeders": [{"stream": "booking-log-perf", "rate": {"shape": "warp"}, "duration": "10s"}]}},
          "load.feeders.0.rate: Input tag 'warp' found using 'shape' does not match"),
+        ({"load": {"feeders": [{"stream": "booking-log-perf", "rate": {"shape": "steady", "events_per_s": 5},
+                                "duration": "10s", "linger": "fast"}]}},
+         "load.feeders.0.linger: 'fast' is not a duration"),
         ({"sheep": 1}, "sheep: Extra inputs are not permitted"),
     ],
 )  # fmt: skip
@@ -157,6 +160,7 @@ def test_a_smaller_experiment_keeps_the_platform_its_whole_time_to_recover() -> 
     small = book.scaled(rate=0.1, time=0.25)
     assert small.load.duration == book.load.duration / 4 and small.cases[0].start == book.cases[0].start / 4
     assert small.steady_state.settle == book.steady_state.settle
+    assert small.load.feeders[0].linger == book.load.feeders[0].linger  # how a producer batches is not scaled
     assert small.safeguards.max_duration >= small.load.duration + small.steady_state.settle
     assert parse(_book()).scaled(time=0.05).safeguards.max_duration >= book.steady_state.settle
 
