@@ -3,7 +3,8 @@ against an isolated stack, and the figures each report records.
 
 On a temporary stack (Kafka with its perf broker, VictoriaMetrics, PostgreSQL on free ports), team `loki` gets the
 clusters the playbooks aim at: `perf` (1 master) and `perf-ha` (2 masters under ZooKeeper), each with `--workers`
-workers of `--worker-cores` cores (default: 2 of 2: a killed worker's driver is relaunched on the other at once).
+workers of `--worker-cores` cores (default: 2 of 3: a killed worker's driver is relaunched on the other at once, with
+room there for its two executors).
 Each playbook runs through `loki.runner.run_playbook`, as `loki simulate` does; its report (JSON + HTML) stays in
 the reports folder given (default: a temporary one, printed).
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0)
     parser.add_argument("--reports", type=Path, default=None, help="where the reports go")
     parser.add_argument("--workers", type=int, default=2, help="workers of each team cluster")
-    parser.add_argument("--worker-cores", type=int, default=2, help="cores of each worker")
+    parser.add_argument("--worker-cores", type=int, default=3, help="cores of each worker")
     args = parser.parse_args(argv)
     names = args.playbooks or standard_names()
     reports = args.reports or Path(tempfile.mkdtemp(prefix="loki-bench-"))
