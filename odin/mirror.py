@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from jobs.topics import partition_counts
+from jobs.topics import ensure_topics, partition_counts
 from odin.kafka_ends import fetched_end
 
 TIMEOUT_S = 10.0
@@ -67,26 +66,19 @@ class Mirror:
         for topic in self.topics:
             if topic not in partitions:
                 raise MirrorError(f"topic {topic} is not on the source cluster {self.source}")
-        admin = AdminClient({"bootstrap.servers": self.target})
-        existing = admin.list_topics(timeout=TIMEOUT_S).topics
+        try:  # the copies, where missing, with the source's partition counts
+            copies = ensure_topics(
+                {"bootstrap.servers": self.target}, {t + self.suffix: n for t, n in partitions.items()}
+            )
+        except KafkaException as e:
+            raise MirrorError(f"cannot create the mirror's topics on {self.target}: {e}") from e
         for topic, count in partitions.items():
             copy = topic + self.suffix
-            if copy in existing and len(existing[copy].partitions) != count:
+            if copies[copy] != count:
                 raise MirrorError(
-                    f"topic {copy} has {len(existing[copy].partitions)} partition(s) on {self.target} and {count} on "
+                    f"topic {copy} has {copies[copy]} partition(s) on {self.target} and {count} on "
                     f"{self.source}: offsets cannot be kept; delete it on {self.target} and mirror again"
                 )
-        new = [
-            NewTopic(t + self.suffix, num_partitions=n)
-            for t, n in partitions.items()
-            if t + self.suffix not in existing
-        ]
-        for topic, future in admin.create_topics(new).items() if new else ():
-            try:
-                future.result()
-            except KafkaException as e:
-                if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise MirrorError(f"cannot create topic {topic} on {self.target}: {e}") from e
         probe = Consumer({"bootstrap.servers": self.target, "group.id": "daggers-mirror-probe"})
         try:
             for topic, count in partitions.items():
