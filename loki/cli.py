@@ -46,10 +46,20 @@ def _path(name_or_path: str) -> Path:
 
 
 def _load(
-    name_or_path: str, env: str | None, team: str | None, cluster: str | None, rate: float = 1.0, time: float = 1.0
+    name_or_path: str,
+    env: str | None,
+    team: str | None,
+    cluster: str | None,
+    rate: float = 1.0,
+    time: float = 1.0,
+    settle: str | None = None,
 ) -> playbooks.Playbook:
     try:
         book = playbooks.load(_path(name_or_path)).bound(environment=env, team=team, cluster=cluster)
+        if settle is not None:
+            data = book.model_dump(mode="json")
+            data["steady_state"]["settle"] = settle
+            book = playbooks.parse(data)
         return book.scaled(rate, time) if (rate, time) != (1.0, 1.0) else book
     except playbooks.PlaybookError as e:
         raise _fail(f"invalid playbook {name_or_path}:\n{e}") from None
@@ -192,12 +202,20 @@ def simulate(
     reports: Annotated[Path | None, typer.Option("--reports", help="Where reports go (default: <state>/loki).")] = None,
     rate_scale: RateScale = 1.0,
     time_scale: TimeScale = 1.0,
+    settle: Annotated[
+        str | None,
+        typer.Option(
+            "--settle",
+            help="After the last fault, how long the steady state has to come back, e.g. 300s (default: the "
+            "playbook's steady_state.settle). A relaunch is slower on a small or busy machine.",
+        ),
+    ] = None,
 ) -> None:
     """Run the experiment: live progress, every step journaled, the report (JSON + HTML) at the end. Exit 1 when
     its verdict is fail or it was halted."""
     from loki.runner import PlanRefused, run_playbook
 
-    book = _load(playbook, env, team, cluster, rate_scale, time_scale)
+    book = _load(playbook, env, team, cluster, rate_scale, time_scale, settle)
     try:
         report, html_path = run_playbook(book, state_dir, _actor(user), reports, console.log)
     except PlanRefused as e:

@@ -23,6 +23,10 @@ if "AIRFLOW_HOME" not in os.environ:
     os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="daggers-airflow-")
     atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+# Every JVM the suite starts (local sessions, Spark daemons, drivers and executors the workers launch, ZooKeeper)
+# compiles with C1 only: the JVMs live minutes, and on CI's two cores C2's compiler threads took CPU from the tests
+# (~40% of a short Spark job's CPU; docs/decisions.md). Daggers in production keep C2 for their throughput.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 from pyspark.sql import SparkSession
 

@@ -85,6 +85,10 @@ def test_loki_validate_names_the_path_and_touches_nothing(tmp_path: Path) -> Non
     assert "cases.0.target: a pause fault targets spark/..., driver/..., broker/..., not host/..." in run.stderr
     good = subprocess.run([str(BIN_DIR / "loki"), "validate", "worker-loss"], capture_output=True, text=True)
     assert good.returncode == 0 and "valid" in good.stdout
+    settle = [str(BIN_DIR / "loki"), "simulate", "worker-loss", "--settle", "soon", "--state-dir", str(tmp_path)]
+    run = subprocess.run(settle, capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and "steady_state.settle: 'soon' is not a duration" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == [bad]  # refused before the environment was read
 
 
 def test_bound_playbooks_fill_the_target_into_blast_radius_and_targets() -> None:
