@@ -39,6 +39,12 @@ STANDARD = standard_names()
         "cluster": Param("", type="string", description="Target cluster (empty: the playbook's)."),
         "rate_scale": Param(1.0, type="number", minimum=0.001, description="Multiply every feeder rate."),
         "time_scale": Param(1.0, type="number", minimum=0.01, description="Multiply every duration and start."),
+        "settle": Param(
+            "",
+            type="string",
+            description="After the last fault, how long the steady state has to come back, e.g. 300s (empty: the "
+            "playbook's).",
+        ),
     },
 )
 def loki_chaos() -> None:

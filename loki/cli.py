@@ -57,9 +57,7 @@ def _load(
     try:
         book = playbooks.load(_path(name_or_path)).bound(environment=env, team=team, cluster=cluster)
         if settle is not None:
-            data = book.model_dump(mode="json")
-            data["steady_state"]["settle"] = settle
-            book = playbooks.parse(data)
+            book = book.with_settle(settle)
         return book.scaled(rate, time) if (rate, time) != (1.0, 1.0) else book
     except playbooks.PlaybookError as e:
         raise _fail(f"invalid playbook {name_or_path}:\n{e}") from None

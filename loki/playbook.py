@@ -319,6 +319,13 @@ class Playbook(Model):
         data.update(blast_radius=[fill(g) for g in self.blast_radius], cases=[c.model_dump(mode="json") for c in cases])
         return parse(data)
 
+    def with_settle(self, settle: str) -> Playbook:
+        """This playbook with another `steady_state.settle` (a duration, e.g. `300s`): a relaunch takes longer on a
+        small or busy machine (`loki simulate --settle`, the loki_chaos DAG's `settle`)."""
+        data = self.model_dump(mode="json")
+        data["steady_state"]["settle"] = settle
+        return parse(data)
+
     def scaled(self, rate: float = 1.0, time: float = 1.0) -> Playbook:
         """The same experiment smaller or larger: every rate times `rate`, every duration and start times `time`
         (tests run the standard playbooks small; a real cluster runs them larger). Not `steady_state.settle`: how

@@ -189,12 +189,14 @@ def _revert_from_journal(store: SimulationStore, run_id: str) -> list[str]:
 
 def playbook_from_params(params: dict[str, Any], standard_dir: Path) -> Playbook:
     """The loki_chaos DAG's params: a standard playbook by name, or one inline (`playbook_spec`), aimed at the
-    params' target and scaled. PlaybookError names every bad field."""
+    params' target, given the params' settle time and scaled. PlaybookError names every bad field."""
     from loki.playbook import load, parse
 
     inline = params.get("playbook_spec") or None
     book = parse(inline, "playbook_spec") if inline else load(standard_dir / f"{params['playbook']}.yaml")
     target = {k: params.get(k) or None for k in ("environment", "team", "cluster")}
     book = book.bound(**target)
+    if params.get("settle"):
+        book = book.with_settle(str(params["settle"]))
     rate, time_ = float(params.get("rate_scale") or 1.0), float(params.get("time_scale") or 1.0)
     return book.scaled(rate, time_) if (rate, time_) != (1.0, 1.0) else book

@@ -40,7 +40,7 @@ def test_dags_import_without_errors() -> None:
     assert bag.dags["odin_provision_cluster"].params["environment"] == "local"
     assert bag.dags["platform_health"].params["environment"] == "local"
     chaos = bag.dags["loki_chaos"].params
-    assert chaos["playbook"] == "broker-pause" and {"rate_scale", "time_scale", "playbook_spec"} <= set(chaos)
+    assert chaos["playbook"] == "broker-pause" and {"rate_scale", "time_scale", "settle", "playbook_spec"} <= set(chaos)
 
 
 def test_dags_use_only_airflow_3_apis() -> None:

@@ -20,6 +20,7 @@ from loki.plan import plan
 from loki.playbook import Feeder, PlaybookError, Ramp, Spike, Steady, load, parse
 from loki.report import verdicts
 from loki.resources import Resource
+from loki.runner import playbook_from_params
 from loki.simulate import FaultRun, RunResult
 from loki.truth import compare
 from odin.paths import BIN_DIR
@@ -167,6 +168,17 @@ def test_a_smaller_experiment_keeps_the_platform_its_whole_time_to_recover() -> 
     assert small.load.feeders[0].linger == book.load.feeders[0].linger  # how a producer batches is not scaled
     assert small.safeguards.max_duration >= small.load.duration + small.steady_state.settle
     assert parse(_book()).scaled(time=0.05).safeguards.max_duration >= book.steady_state.settle
+
+
+def test_a_settle_time_given_by_the_caller_replaces_the_playbooks_before_scaling() -> None:
+    """`loki simulate --settle` and the loki_chaos DAG's `settle` param (empty: the playbook's)."""
+    given = playbook_from_params({"playbook": "worker-loss", "settle": "300s", "time_scale": 0.25}, PLAYBOOKS_DIR)
+    assert given.steady_state.settle == timedelta(seconds=300)
+    assert given.safeguards.max_duration >= given.load.duration + timedelta(seconds=300)
+    default = playbook_from_params({"playbook": "worker-loss", "settle": ""}, PLAYBOOKS_DIR)
+    assert default.steady_state.settle == load(PLAYBOOKS_DIR / "worker-loss.yaml").steady_state.settle
+    with pytest.raises(PlaybookError, match=r"steady_state\.settle: 'soon' is not a duration"):
+        playbook_from_params({"playbook": "worker-loss", "settle": "soon"}, PLAYBOOKS_DIR)
 
 
 def test_the_comparison_counts_lost_and_duplicated_events_per_window() -> None:
