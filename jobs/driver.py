@@ -76,7 +76,9 @@ def main(argv: list[str]) -> int:
         os.kill(os.getpid(), signal.SIGTERM)  # the engine stops after the current batch, as on any stop
 
     try:
+        logging.info("start: Spark session")
         spark = session_for(plan, master=None)
+        logging.info("start: Spark session ready")
         result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint)
     except BaseException as e:
         if taken_over or superseded():

@@ -139,11 +139,15 @@ def run(
     is available, close every window, and return. The checkpoint must be this dagger's (jobs/checkpoint.py);
     `reset_checkpoint` starts over from `kafka.start`."""
     spec = plan.spec
+    # each start-up step in the log (a driver's stderr, with its time): where a slow (re)start spends its time
     identity = checkpoint.prepare(plan, reset_checkpoint)
     check_resumable(plan)
+    log.info("start: checkpoint %s ready", plan.checkpoint)
     for stream in spec.streams:
         ensure_topics(kafka_config(stream), {stream.dead_letter_topic: 1})
+    log.info("start: dead-letter topics ready")
     sink = open_sink(spec, plan.shape)
+    log.info("start: %s sink open", spec.sink.type)
     telemetry = Telemetry(spec.qualified_name, spec.telemetry_url, team=spec.team)
     result = RunResult()
 
@@ -174,7 +178,9 @@ def run(
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{int(spec.trigger_interval.total_seconds() * 1000)} milliseconds")
-        return writer.start()
+        query = writer.start()
+        log.info("start: query started")
+        return query
 
     def follow(q: StreamingQuery, closing: bool = False) -> None:
         seen: set[tuple[str, int]] = set()
@@ -192,6 +198,8 @@ def run(
                     key = (p["runId"], p["batchId"])
                     if key in seen:
                         continue
+                    if not seen:
+                        log.info("start: first progress, batch %s: %d events", p["batchId"], event_rows(p))
                     seen.add(key)
                     if not closing:  # a closing run reads no event and its batches are not the checkpoint's
                         _account(result, p)
