@@ -139,7 +139,7 @@ def run(
     is available, close every window, and return. The checkpoint must be this dagger's (jobs/checkpoint.py);
     `reset_checkpoint` starts over from `kafka.start`."""
     spec = plan.spec
-    # each start-up step in the log (a driver's stderr, with its time): where a slow (re)start spends its time
+    # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
     check_resumable(plan)
     log.info("start: checkpoint %s ready", plan.checkpoint)

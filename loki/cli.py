@@ -55,10 +55,8 @@ def _load(
     settle: str | None = None,
 ) -> playbooks.Playbook:
     try:
-        book = playbooks.load(_path(name_or_path)).bound(environment=env, team=team, cluster=cluster)
-        if settle is not None:
-            book = book.with_settle(settle)
-        return book.scaled(rate, time) if (rate, time) != (1.0, 1.0) else book
+        book = playbooks.load(_path(name_or_path))
+        return book.prepared(environment=env, team=team, cluster=cluster, settle=settle, rate=rate, time=time)
     except playbooks.PlaybookError as e:
         raise _fail(f"invalid playbook {name_or_path}:\n{e}") from None
 

@@ -319,12 +319,18 @@ class Playbook(Model):
         data.update(blast_radius=[fill(g) for g in self.blast_radius], cases=[c.model_dump(mode="json") for c in cases])
         return parse(data)
 
-    def with_settle(self, settle: str) -> Playbook:
-        """This playbook with another `steady_state.settle` (a duration, e.g. `300s`): a relaunch takes longer on a
-        small or busy machine (`loki simulate --settle`, the loki_chaos DAG's `settle`)."""
-        data = self.model_dump(mode="json")
-        data["steady_state"]["settle"] = settle
-        return parse(data)
+    def prepared(
+        self, *, settle: str | None = None, rate: float = 1.0, time: float = 1.0, **target: str | None
+    ) -> Playbook:
+        """What a run uses (`loki simulate`'s options, the loki_chaos DAG's params): this playbook aimed at `target`
+        (bound), with another `steady_state.settle` if given (a duration, e.g. `300s`: a relaunch takes longer on a
+        small or busy machine), then scaled."""
+        book = self.bound(**target)
+        if settle is not None:
+            data = book.model_dump(mode="json")
+            data["steady_state"]["settle"] = settle
+            book = parse(data)
+        return book.scaled(rate, time) if (rate, time) != (1.0, 1.0) else book
 
     def scaled(self, rate: float = 1.0, time: float = 1.0) -> Playbook:
         """The same experiment smaller or larger: every rate times `rate`, every duration and start times `time`

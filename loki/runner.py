@@ -195,8 +195,6 @@ def playbook_from_params(params: dict[str, Any], standard_dir: Path) -> Playbook
     inline = params.get("playbook_spec") or None
     book = parse(inline, "playbook_spec") if inline else load(standard_dir / f"{params['playbook']}.yaml")
     target = {k: params.get(k) or None for k in ("environment", "team", "cluster")}
-    book = book.bound(**target)
-    if params.get("settle"):
-        book = book.with_settle(str(params["settle"]))
+    settle = str(params["settle"]) if params.get("settle") else None
     rate, time_ = float(params.get("rate_scale") or 1.0), float(params.get("time_scale") or 1.0)
-    return book.scaled(rate, time_) if (rate, time_) != (1.0, 1.0) else book
+    return book.prepared(settle=settle, rate=rate, time=time_, **target)
