@@ -33,7 +33,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    from jobs.engine import run, session_for
+    from jobs.engine import run, session_for, warm_up
     from jobs.plan import plan_dagger
     from jobs.session import root_cause
     from jobs.spec import DaggerSpec
@@ -79,6 +79,7 @@ def main(argv: list[str]) -> int:
         logging.info("start: Spark session")
         spark = session_for(plan, master=None)
         logging.info("start: Spark session ready")
+        warm_up(plan, spark)
         result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint)
     except BaseException as e:
         if taken_over or superseded():

@@ -12,6 +12,8 @@ import logging
 import shutil
 import signal
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +27,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 import protos
 from jobs import checkpoint
-from jobs.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config
+from jobs.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config, warm
 from jobs.offsets import plan_batch
 from jobs.plan import DaggerPlan
 from jobs.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
@@ -259,6 +261,33 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
         df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
         df.where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()
+
+
+def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
+    """Warm a (re)launched driver's new executors in the background while the driver starts the query. Their first
+    tasks would otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and
+    generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). A job of one task per core
+    does the reader's part once (jobs/kafka_source.py warm) in Python workers Spark keeps for the query's tasks,
+    and a small aggregation has each JVM generate and compile code once. Neither plans anything in Python on the
+    driver, which is busy starting the query. Best effort: a failed warm-up is logged, the dagger goes on."""
+    options = [_source_options(plan, i, None).to_option() for i in range(len(plan.streams))]
+    tasks = plan.spec.parallelism
+
+    def work() -> None:
+        began = time.monotonic()
+        try:
+            sc = spark.sparkContext
+            events = sc.parallelize(range(tasks), tasks).map(lambda i: sum(warm(o, i) for o in options)).sum()
+            rows = spark.range(0, 100_000, 1, tasks).selectExpr("id % 1000 AS k", "id AS v").groupBy("k")
+            rows.agg(F.sum("v"), F.count("*")).write.format("noop").mode("overwrite").save()
+        except Exception as e:  # whatever failed, the query itself reports it if it matters
+            log.warning("start: executors' warm-up failed, the query goes on cold: %s", root_cause(e))
+        else:
+            log.info("start: executors warm (%.1f s, %d events read)", time.monotonic() - began, events)
+
+    thread = threading.Thread(target=work, name="dagger-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def batch_over(plan: DaggerPlan, spark: SparkSession, payloads: list[list[bytes]]) -> pa.Table:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
@@ -47,6 +47,7 @@ GONE_CHECK_S = 5.0  # a range that gets no record for this long asks the broker 
 STALL_TIMEOUT_S = 60.0  # a task that gets no record for this long while records are due fails (Spark retries)
 AUTO_AGREEMENTS = 20  # `high_watermark: auto` trusts the broker after this many probes agreeing with it
 PROBE_POLL_S = 0.05
+WARM_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -435,10 +436,35 @@ class KafkaTailReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return  # no partition has events: Spark reads one placeholder partition of its own
         self.opts.load_secrets()
         # A preview is read-only: undecodable events are skipped, not sent to the dead-letter topic.
         yield from read_range(self.opts.stream, self.opts.decoder(), partition, dead_letters=False)
+
+
+def warm(option: str, task: int) -> int:
+    """Executor side, before a (re)launched dagger's first batch: do once what its read tasks do first (import the
+    engine, build the decoder, start Kafka's client, decode an event) in this Python worker, which Spark keeps and
+    reuses for the next task. Reads at most one event of the `task`-th partition (modulo their number), from its
+    earliest offset, and waits for it at most WARM_WAIT_S. Returns the events read."""
+    opts = SourceOptions.from_option(option)
+    opts.load_secrets()
+    decoder = opts.decoder()
+    if not opts.stream.topics:
+        return 0
+    topic = opts.stream.topics[task % len(opts.stream.topics)]
+    consumer = Consumer(range_reader_config(opts.stream, topic) | {"auto.offset.reset": "earliest"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics[topic].partitions
+        if not partitions:
+            return 0
+        consumer.assign([TopicPartition(topic, sorted(partitions)[task % len(partitions)], OFFSET_BEGINNING)])
+        msgs = [m for m in consumer.consume(1, timeout=WARM_WAIT_S) if m.error() is None]
+        decoder.decode([m.value() for m in msgs])
+        return len(msgs)
+    finally:
+        consumer.close()
 
 
 def _gone(part: RangePartition, position: int, stream: StreamSpec) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import signal
@@ -25,7 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
-from jobs.engine import preview, run
+from jobs.engine import preview, run, warm_up
 from jobs.generator import booking_logs, driver_pings, produce
 from jobs.plan import plan_dagger
 from jobs.sinks import read_log
@@ -454,6 +455,29 @@ def test_preview_runs_the_query_on_the_latest_events(services: Services, spark: 
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "(5 rows)" in r.stdout and "tag_s2id" in r.stdout
+
+
+def test_preview_of_a_topic_without_events_is_empty(services: Services, spark: SparkSession) -> None:
+    spec = surge_spec(services, new_topic(services), {"type": "log"})
+    assert preview(plan_dagger(parse_spec(spec)), spark).num_rows == 0
+
+
+def test_warm_up_reads_an_event_per_task(
+    services: Services, spark: SparkSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A (re)launched driver warms its executors beside the starting query: each of its tasks reads and decodes
+    one event of a partition, committing nothing."""
+    topic = new_topic(services)
+    produce(services.kafka_bootstrap, topic, booking_logs(100, seed=61, start=START, rate=100), partitions=2)
+    plan = plan_dagger(parse_spec(surge_spec(services, topic, {"type": "log"})))
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        warm_up(plan, spark).join(timeout=300)
+    assert f"{plan.spec.parallelism} events read" in caplog.text, caplog.text
+    # an empty topic: nothing to decode, still warm
+    empty = plan_dagger(parse_spec(surge_spec(services, new_topic(services), {"type": "log"})))
+    with caplog.at_level(logging.INFO, logger="dagger"):
+        warm_up(empty, spark).join(timeout=300)
+    assert "0 events read" in caplog.text, caplog.text
 
 
 SHIPPED_PROBE = """
