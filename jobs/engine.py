@@ -14,7 +14,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,23 +266,27 @@ def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int 
 def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
     """Warm a (re)launched driver's new executors in the background while the driver starts the query. Their first
     tasks would otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and
-    generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). A job of one task per core
-    does the reader's part once (jobs/kafka_source.py warm) in Python workers Spark keeps for the query's tasks,
-    and a small aggregation has each JVM generate and compile code once. Neither plans anything in Python on the
-    driver, which is busy starting the query. Best effort: a failed warm-up is logged, the dagger goes on."""
+    generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). One small SQL job does it:
+    a task per core reads an event the way the reader does (jobs/kafka_source.py warm) through mapInArrow, which
+    runs in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's
+    workers apart), so the query's first tasks find them warm, and an aggregation has each JVM generate code. It
+    plans nothing in Python on the driver, which is busy starting the query. Best effort: a failure is logged."""
     options = [_source_options(plan, i, None).to_option() for i in range(len(plan.streams))]
     tasks = plan.spec.parallelism
+
+    def read_one(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            events = sum(warm(o, i) for i in batch.column(0).to_pylist() for o in options)
+            yield pa.RecordBatch.from_pydict({"events": [events]})
 
     def work() -> None:
         began = time.monotonic()
         try:
-            sc = spark.sparkContext
-            events = sc.parallelize(range(tasks), tasks).map(lambda i: sum(warm(o, i) for o in options)).sum()
-            rows = spark.range(0, 100_000, 1, tasks).selectExpr("id % 1000 AS k", "id AS v").groupBy("k")
-            rows.agg(F.sum("v"), F.count("*")).write.format("noop").mode("overwrite").save()
+            counted = spark.range(0, tasks, 1, tasks).mapInArrow(read_one, "events long").groupBy().sum().collect()
         except Exception as e:  # whatever failed, the query itself reports it if it matters
             log.warning("start: executors' warm-up failed, the query goes on cold: %s", root_cause(e))
         else:
+            events = counted[0][0]
             log.info("start: executors warm (%.1f s, %d events read)", time.monotonic() - began, events)
 
     thread = threading.Thread(target=work, name="dagger-warm-up", daemon=True)
