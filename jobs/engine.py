@@ -93,10 +93,12 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> Sour
 
 def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
     _prepare(spark)
+    log.info("start: source and UDFs registered")
     delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
     for i, sp in enumerate(plan.streams):
         opts = _source_options(plan, i, flush_at)
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
+        log.info("start: stream %s loaded (the source's schema)", sp.table)
         # Spark's watermark is the source's own (the minimum over partitions, jobs/event_time.py), carried by one
         # sentinel row per move; `rowtime` is marked as the event-time column below, so windows close by it.
         df = df.withWatermark(WATERMARK, "0 seconds")
@@ -112,6 +114,7 @@ def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | 
         event_time = df[ROWTIME].alias(ROWTIME, metadata={"spark.watermarkDelayMs": delay_ms})
         df = df.select(*[event_time if c == ROWTIME else df[c] for c in df.columns])
         df.createOrReplaceTempView(sp.table)
+        log.info("start: stream %s ready", sp.table)
     return spark.sql(plan.query.spark_sql)
 
 
@@ -176,6 +179,7 @@ def run(
             .foreachBatch(write_batch)
             .option("checkpointLocation", str(location))
         )
+        log.info("start: query planned")
         if once:
             writer = writer.trigger(availableNow=True)
         else:
