@@ -38,8 +38,10 @@ $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	@test -x $(UV) || { $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >/dev/null; \
 	  $(PY) -m pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"; }
 	@# --no-deps: the lock is complete, and it excludes pyspark-client (it would overwrite pyspark's files).
-	$(UV) pip install -q --python $(PY) --no-deps -r .ci/requirements.lock
-	$(UV) pip install -q --python $(PY) --no-deps -e .
+	@# --compile-bytecode: uv writes no .pyc by default, so every Python process (drivers, Spark's Python workers,
+	@# CLIs, Airflow's tasks) compiled what it imported, ~2 s each for the engine (docs/decisions.md).
+	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -r .ci/requirements.lock
+	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -e .
 	@mkdir -p $(STAMPS) && touch $@
 
 protos: $(STAMPS)/protos ## compile protos/ into .local/gen (descriptor set + Python modules)

@@ -18,7 +18,7 @@ import pytest
 from daggers.events import booking_log_pb2
 
 from jobs.generator import booking_logs, produce
-from jobs.lifecycle import Daggers
+from jobs.lifecycle import QUICK_JIT, Daggers
 from jobs.spec import parse_spec
 from jobs.status import read_status, status_path
 from jobs.submission import SparkRest
@@ -125,6 +125,24 @@ def sink_reaches(
     return got
 
 
+def _dagger_jvms(run: str) -> list[list[str]]:
+    """The command lines of a deployed dagger's driver JVM (whose arguments carry the run id, as its Python
+    process's do) and of its executors (which name the driver's RPC port)."""
+    [jvm] = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if {run, "org.apache.spark.deploy.worker.DriverWrapper"} <= set(p.info["cmdline"] or [])
+    ]
+    ports = {f":{c.laddr.port}" for c in jvm.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    executors = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in (p.info["cmdline"] or [])
+        and any(a.startswith("spark://CoarseGrainedScheduler@") and a.endswith(tuple(ports)) for a in p.info["cmdline"])
+    ]
+    return [jvm.cmdline(), *executors]
+
+
 def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     services: Services, team_cluster: TeamCluster
 ) -> None:
@@ -140,6 +158,12 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     assert record.spec["streams"][0]["topics"] == registry.stream(CATALOG).topics  # type: ignore[union-attr]
     everything = catalog_events(services, registry)
     assert sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
+    # Its JVMs compile with C1 only (a relaunch's start is what the JIT would slow), on their own command lines
+    # (the suite's JDK_JAVA_OPTIONS says the same to every JVM, but through the environment).
+    status = read_status(status_path(Path(record.checkpoint)))
+    assert status is not None
+    jvms = _dagger_jvms(status.run)
+    assert len(jvms) == 2 and all(QUICK_JIT in jvm for jvm in jvms), jvms  # the driver's and an executor's
 
     # A state-incompatible query (other grouping keys) is refused; the dagger keeps running.
     regrouped = SURGE_SQL.replace("vehicle_type AS tag_vehicle_type,", "").replace(",\n       vehicle_type", "")
