@@ -39,9 +39,10 @@ $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	  $(PY) -m pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"; }
 	@# --no-deps: the lock is complete, and it excludes pyspark-client (it would overwrite pyspark's files).
 	@# --compile-bytecode: uv writes no .pyc by default, so every Python process (drivers, Spark's Python workers,
-	@# CLIs, Airflow's tasks) compiled what it imported, ~2 s each for the engine (docs/decisions.md).
+	@# CLIs, Airflow's tasks) compiled what it imported, ~2 s each for the engine (docs/decisions.md). It compiles
+	@# the whole environment, so once is enough: the editable install adds no module to compile.
 	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -r .ci/requirements.lock
-	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -e .
+	$(UV) pip install -q --python $(PY) --no-deps -e .
 	@mkdir -p $(STAMPS) && touch $@
 
 protos: $(STAMPS)/protos ## compile protos/ into .local/gen (descriptor set + Python modules)

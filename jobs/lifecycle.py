@@ -36,12 +36,12 @@ DRIVER = REPO / "jobs" / "driver.py"
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
-# Each dagger's driver and its executors: small by default, as the local stack's workers are.
 # A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
 # executors at once, and C2's compiler threads then take the CPU the query's start needs, for minutes: at 20,000
 # events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is Python's), so C2's
 # faster code gains little and costs the recovery (Loki's driver-loss: 71-81 s -> 45 s, docs/decisions.md).
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# Each dagger's driver and its executors: small by default, as the local stack's workers are.
 RESOURCES = {
     "spark.driver.memory": "1g",
     "spark.driver.cores": "1",
@@ -181,6 +181,9 @@ class Daggers:
             rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
             run = uuid.uuid4().hex[:12]
             args = ["--spec", _encode(spec), "--state-dir", str(self.state_dir), "--run", run]
+            # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
+            # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
+            java_options = f"{jvm_archive.java_options()} {QUICK_JIT}"
             properties = {
                 "spark.app.name": f"dagger-{spec.team}-{spec.name}",
                 "spark.master": record.addresses["master_url"],
@@ -188,10 +191,8 @@ class Daggers:
                 "spark.cores.max": str(spec.parallelism),
                 "spark.pyspark.python": sys.executable,
                 "spark.pyspark.driver.python": sys.executable,
-                # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if
-                # not): the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
-                "spark.driver.extraJavaOptions": f"{jvm_archive.java_options()} {QUICK_JIT}",
-                "spark.executor.extraJavaOptions": f"{jvm_archive.java_options()} {QUICK_JIT}",
+                "spark.driver.extraJavaOptions": java_options,
+                "spark.executor.extraJavaOptions": java_options,
                 **RESOURCES,
             }
             claim(plan.checkpoint, run)  # before the driver exists: any older driver of the dagger ends
