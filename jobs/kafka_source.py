@@ -126,6 +126,7 @@ CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
 # fetch it cannot answer within the wait comes back empty, every time. 10 ms stalled a dagger for good on a perf
 # stream of ~60,000 batches (20,000 events/s for a few minutes); librdkafka's default 500 ms reads it at once.
 RANGE_FETCH_WAIT_MS = 500
+CONNECTION_SETUP_TIMEOUT_MS = 10_000  # TCP, TLS and SASL: ample for a remote cluster
 
 
 def range_reader_config(stream: StreamSpec, topic: str) -> dict[str, Any]:
@@ -153,7 +154,14 @@ def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: A
         consumer = "group.id" in extra
     # librdkafka's warnings and errors only: its info lines (e.g. an admin client purging its queue as it closes)
     # would land among the dagger's own; `kafka.config` may set `log_level` (and `debug`) for more.
-    conf: dict[str, Any] = {"bootstrap.servers": stream.kafka.bootstrap_servers, "log_level": 4}
+    # A connection whose SYN was dropped (a network partition) is given up on after 10 s, not librdkafka's 30: the
+    # kernel's last retries before 30 s come 8 and 16 s apart, so a heal could wait 10 s for each new connection
+    # (tests/test_resume.py; a Loki network-partition's batch went on for 25 s after the heal).
+    conf: dict[str, Any] = {
+        "bootstrap.servers": stream.kafka.bootstrap_servers,
+        "log_level": 4,
+        "socket.connection.setup.timeout.ms": CONNECTION_SETUP_TIMEOUT_MS,
+    }
     if consumer:
         conf |= CONSUMER_DEFAULTS
     conf |= {**stream.kafka.config, **extra}

@@ -4,6 +4,7 @@ was replaced, uneven backlogs, one dagger's Kafka sink read by another, a checkp
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -24,6 +25,7 @@ from jobs.offsets import DataLossError
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import KafkaSettings, StreamSpec, parse_spec
 from jobs.topics import ensure_topics
+from loki.network import Link, remove_rules
 from odin import victoria
 from odin.paths import BIN_DIR
 from odin.spec import StackSpec
@@ -314,3 +316,55 @@ def test_a_partition_of_many_small_batches_is_read_on_tansu(own_broker: tuple[St
         assert got and got[0].error() is None and got[0].offset() == 300_000
     finally:
         consumer.close()
+
+
+READER_IN_NAMESPACE = """
+import sys, time
+from confluent_kafka import Consumer, TopicPartition
+from jobs.kafka_source import range_reader_config
+from jobs.spec import KafkaSettings, StreamSpec
+bootstrap, topic = sys.argv[1:]
+stream = StreamSpec(table="t", topics=[topic], proto="daggers.events.BookingLog",
+                    kafka=KafkaSettings(bootstrap_servers=bootstrap))
+config = range_reader_config(stream, topic)
+print(time.time(), flush=True)  # connects to the bootstrap server right away
+consumer = Consumer(config)
+consumer.assign([TopicPartition(topic, 0, 0)])
+deadline = time.monotonic() + 90
+while time.monotonic() < deadline:
+    if [m for m in consumer.consume(10, timeout=0.2) if m.error() is None]:
+        print(time.time(), flush=True)
+        break
+consumer.close()
+"""
+
+
+def test_a_reader_that_connects_during_a_partition_reads_soon_after_it_heals(services: Services) -> None:
+    """A partition drops the SYN of a connection opened while it lasts; the kernel sends it again 1, 2, 3, 4, 5, 7,
+    11.4, 19.6 and 35.7 s after the connect, and librdkafka gives up on it after `socket.connection.setup.timeout.ms`
+    (30 s by default). A heal 21 s after the connect then waited 9 s for the next attempt: a Loki network-partition's
+    batch went on for 25 s after its heal."""
+    topic = new_topic(services, partitions=1)
+    producer = Producer({"bootstrap.servers": services.kafka_bootstrap})
+    producer.produce(topic, b"x", partition=0)
+    assert producer.flush(30) == 0
+    port = int(services.kafka_bootstrap.rsplit(":", 1)[1])
+    link = Link.create(f"t-heal-{uuid.uuid4().hex[:6]}", [port], [])
+    try:
+        rules = link.drop()
+        reader = subprocess.Popen(link.wrap([sys.executable, "-c", READER_IN_NAMESPACE, services.kafka_bootstrap,
+                                             topic]), stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert reader.stdout is not None
+            connecting = float(reader.stdout.readline())
+            time.sleep(max(0.0, connecting + 21 - time.time()))
+            remove_rules(link.netns, rules)
+            healed = time.time()
+            out, _ = reader.communicate(timeout=100)
+        finally:
+            reader.kill()
+            reader.wait()
+        assert out.strip(), "the reader read nothing within 90 s"
+        assert float(out) - healed < 5, f"read {float(out) - healed:.1f} s after the heal"
+    finally:
+        link.close()
