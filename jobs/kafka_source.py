@@ -126,7 +126,7 @@ CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10}
 # fetch it cannot answer within the wait comes back empty, every time. 10 ms stalled a dagger for good on a perf
 # stream of ~60,000 batches (20,000 events/s for a few minutes); librdkafka's default 500 ms reads it at once.
 RANGE_FETCH_WAIT_MS = 500
-CONNECTION_SETUP_TIMEOUT_MS = 10_000  # TCP, TLS and SASL: ample for a remote cluster
+GIVE_UP_ON_CONNECTION_MS = 10_000  # ample for TCP, TLS and SASL to a remote cluster, and for any request
 
 
 def range_reader_config(stream: StreamSpec, topic: str) -> dict[str, Any]:
@@ -154,13 +154,15 @@ def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: A
         consumer = "group.id" in extra
     # librdkafka's warnings and errors only: its info lines (e.g. an admin client purging its queue as it closes)
     # would land among the dagger's own; `kafka.config` may set `log_level` (and `debug`) for more.
-    # A connection whose SYN was dropped (a network partition) is given up on after 10 s, not librdkafka's 30: the
-    # kernel's last retries before 30 s come 8 and 16 s apart, so a heal could wait 10 s for each new connection
-    # (tests/test_resume.py; a Loki network-partition's batch went on for 25 s after the heal).
+    # After a network partition heals, a client waits for the kernel's next TCP retry of each of its connections, and
+    # those come seconds apart: up to 10 s more for one being set up (librdkafka gives up on that after 30 s by
+    # default), up to 25 s for one that was up (a request unanswered for socket.timeout.ms, 60 s by default, ends
+    # the connection). Both are 10 s here, so a dagger reconnects as soon as the path is back (tests/test_resume.py).
     conf: dict[str, Any] = {
         "bootstrap.servers": stream.kafka.bootstrap_servers,
         "log_level": 4,
-        "socket.connection.setup.timeout.ms": CONNECTION_SETUP_TIMEOUT_MS,
+        "socket.connection.setup.timeout.ms": GIVE_UP_ON_CONNECTION_MS,
+        "socket.timeout.ms": GIVE_UP_ON_CONNECTION_MS,
     }
     if consumer:
         conf |= CONSUMER_DEFAULTS

@@ -96,6 +96,7 @@ class Proxy:
 
         def serve() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)  # this thread's: asyncio.gather below finds it
             self._loop = loop
             for port, sock in self.listeners.items():
                 handler = self._handler(port)
@@ -104,7 +105,12 @@ class Proxy:
             loop.run_forever()
             for server in self._servers:
                 server.close()
-            loop.run_until_complete(asyncio.sleep(0))
+            # The connections still open end here, each closing its sockets: a pending one would be finalised by
+            # the garbage collector, against a closed loop.
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=serve, name="loki-proxy", daemon=True)
@@ -161,10 +167,12 @@ class Proxy:
                 previous = max(previous, at)
                 await queue.put((previous, data))
         finally:
-            await queue.put(None)
-            with contextlib.suppress(Exception):  # a peer gone is the normal end of a connection
-                await sender
-            writer.close()
+            queue.put_nowait(None)
+            try:
+                with contextlib.suppress(Exception):  # a peer gone is the normal end of a connection
+                    await sender
+            finally:
+                writer.close()
 
 
 @dataclass

@@ -3,10 +3,15 @@ playbooks at small scale with their reports checked against the sink and the fee
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import socket
 import subprocess
+import sys
+import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from jobs.generator import api_logs, produce
 from jobs.topics import ensure_topics
+from loki.network import Link
 from loki.playbook import STANDARD_DIR
 from loki.store import SimulationStore
 from odin.kafka_ends import fetched_end
@@ -202,3 +208,43 @@ def test_loki_feed_records_exactly_what_the_broker_acknowledged(services: Servic
     after = _ends(perf.bootstrap_servers, perf.topics)
     assert sent == acked == sum(after[k] - before.get(k, 0) for k in after) > 5000
     assert failed == indeterminate == 0
+
+
+ECHO_CLIENT = """
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"ping")
+print(s.recv(4).decode(), flush=True)
+time.sleep(30)  # the connection stays open while the link is closed
+"""
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_a_link_forwards_and_closes_with_its_connections_open() -> None:
+    """A consumer behind a link (loki/network.py) reaches the host's port through the proxy; closing the link while
+    connections are open ends them cleanly (a proxy stopped with pumps pending left coroutines that failed at
+    garbage collection: 'Event loop is closed')."""
+    echo = socket.create_server(("127.0.0.1", 0))
+    port = echo.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = echo.accept()
+        conn.sendall(conn.recv(4))
+        conn.recv(1)  # until the proxy closes its side
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    link = Link.create(f"t-echo-{uuid.uuid4().hex[:6]}", [port], [])
+    client = subprocess.Popen(link.wrap([sys.executable, "-c", ECHO_CLIENT, str(port)]), stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert client.stdout is not None and client.stdout.readline().strip() == "ping"
+        assert link.proxy.bytes_forwarded == 8
+    finally:
+        link.close()
+        client.kill()
+        client.wait()
+        echo.close()
+    gc.collect()
+    server.join(10)
+    assert not server.is_alive(), "the proxy kept its connection to the host open"
