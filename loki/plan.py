@@ -15,7 +15,7 @@ from typing import Any
 
 from jobs.spec import DaggerSpec, SpecError, parse_spec, read_mapping
 from loki.playbook import NETWORK_FAULTS, PERF_SUFFIX, Consumer, Playbook
-from loki.resources import Resource, covered, matching
+from loki.resources import WORKER_OF, Resource, covered, matching
 from odin.endpoints import Endpoints, Node
 from odin.registry.records import StreamRecord
 
@@ -90,8 +90,12 @@ def _planned(playbook: Playbook, specs: dict[str, DaggerSpec]) -> list[Resource]
         if c.placement == "local":
             out.append(Resource(f"link/{c.name}", "its Kafka traffic, through the run's network namespace and proxy"))
         elif c.name in specs:
-            spec = specs[c.name]
+            spec, cluster = specs[c.name], playbook.target.cluster
             out.append(Resource(f"driver/{spec.team}/{spec.name}", f"driver of consumer {c.name}"))
+            worker = f"spark/{spec.team}/{cluster}/{WORKER_OF}/{spec.name}"
+            out.append(
+                Resource(worker, f"the worker running consumer {c.name}'s driver", cluster=f"{spec.team}/{cluster}")
+            )
     return out
 
 

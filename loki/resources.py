@@ -4,6 +4,7 @@ Names are paths a playbook's `blast_radius` and fault targets match with globs:
   broker/<node>                   a Kafka broker of the environment (the perf cluster's, for broker faults)
   spark/<team>/<cluster>/<node>   a master or worker of a team cluster
   spark/<team>/<cluster>/active-master   whichever of its masters leads when the run is planned
+  spark/<team>/<cluster>/worker-of/<dagger>   the worker running a dagger's driver when the fault starts
   driver/<team>/<dagger>          the driver of a dagger running on a team cluster
   topic/<topic>                   a topic of the catalog
   host/<environment>              the machine(s) of the environment (CPU and memory pressure)
@@ -28,6 +29,7 @@ from odin.registry import Registry
 
 TIMEOUT_S = 5.0
 ACTIVE_MASTER = "active-master"
+WORKER_OF = "worker-of"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from loki.faults import Fault, FaultError
 from loki.feeder import Feed, run_feed
 from loki.plan import NETWORK_FAULTS, ExperimentPlan
 from loki.probes import WINDOW_S, Observer, Sample, judge
-from loki.resources import Resource
+from loki.resources import WORKER_OF, Resource
 from loki.store import SimulationStore
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints, Node
@@ -394,18 +394,24 @@ class Simulation:
             self.say(f"{t:6.1f}s fault {case.name}: {case.type} {r.name}")
 
     def _live(self, r: Resource) -> Resource:
-        """A planned driver resource, with what finds its processes now that the consumer is deployed."""
-        if r.kind != "driver" or r.submission_id:
+        """A planned driver resource, or the worker running it (`.../worker-of/<dagger>`), with what finds its
+        processes now that the consumer is deployed."""
+        if r.node is not None or not (r.kind == "driver" or f"/{WORKER_OF}/" in r.name):
             return r
-        team, name = r.name.split("/")[1:3]
+        team, name = r.name.split("/")[1], r.name.rsplit("/", 1)[1]
         record = self.registry.dagger(team, name)
         if record is None or record.cluster is None:
             return r
         record, cluster = followed(self.registry, record), f"{team}/{record.cluster}"
         for w in self._workers().get(cluster, []):
-            found = Resource(r.name, r.detail, node=w, cluster=cluster, submission_id=record.submission_id)
-            if found.pids():
-                return found
+            driver = Resource(
+                f"driver/{team}/{name}", r.detail, node=w, cluster=cluster, submission_id=record.submission_id
+            )
+            if not driver.pids():
+                continue
+            if r.kind == "driver":
+                return driver
+            return Resource(r.name, f"{w['name']}, running {name}'s driver", node=w, cluster=cluster)
         return r
 
     def _end_fault(self, fault: Fault, fr: FaultRun, t: float) -> None:

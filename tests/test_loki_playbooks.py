@@ -95,7 +95,7 @@ def test_loki_validate_names_the_path_and_touches_nothing(tmp_path: Path) -> Non
 def test_bound_playbooks_fill_the_target_into_blast_radius_and_targets() -> None:
     book = parse(_book()).bound(team="pricing", cluster="blue")
     assert "spark/pricing/blue/worker-*" in book.blast_radius
-    assert book.cases[0].target == "spark/pricing/blue/worker-1"
+    assert book.cases[0].target == "spark/pricing/blue/worker-of/surge-*"
 
 
 STREAMS = [
@@ -119,7 +119,8 @@ def test_a_plan_lists_what_it_touches_and_refuses_the_rest() -> None:
     book = parse(_book()).bound(team="pricing", cluster="blue")
     ok = plan(book, RESOURCES, STREAMS, VALUES)
     assert ok.ok, ok.refusals
-    assert {t.resource for t in ok.touches} == {"topic/b-perf", "dagger/surge", "spark/pricing/blue/worker-1"}
+    # the worker running the dagger's driver: known once the run has deployed it
+    assert {t.resource for t in ok.touches} == {"topic/b-perf", "dagger/surge", "spark/pricing/blue/worker-of/surge-r1"}
     outside = _book(cases=[{"name": "x", "type": "kill", "target": "spark/*/*/worker-1", "start": "1s",
                             "duration": "1s"}])  # fmt: skip
     refused = plan(parse(outside).bound(team="pricing", cluster="blue"), RESOURCES, STREAMS, VALUES)
