@@ -152,15 +152,15 @@ def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: A
     is; by default, one given a `group.id` (every consumer has one, other clients none)."""
     if consumer is None:
         consumer = "group.id" in extra
-    # librdkafka's warnings and errors only: its info lines (e.g. an admin client purging its queue as it closes)
-    # would land among the dagger's own; `kafka.config` may set `log_level` (and `debug`) for more.
-    # After a network partition heals, a client waits for the kernel's next TCP retry of each of its connections, and
-    # those come seconds apart: up to 10 s more for one being set up (librdkafka gives up on that after 30 s by
-    # default), up to 25 s for one that was up (a request unanswered for socket.timeout.ms, 60 s by default, ends
-    # the connection). Both are 10 s here, so a dagger reconnects as soon as the path is back (tests/test_resume.py).
     conf: dict[str, Any] = {
         "bootstrap.servers": stream.kafka.bootstrap_servers,
+        # librdkafka's warnings and errors only: its info lines (e.g. an admin client purging its queue as it
+        # closes) would land among the dagger's own; `kafka.config` may set `log_level` (and `debug`) for more.
         "log_level": 4,
+        # After a network partition heals, a client waits for the kernel's next TCP retry of each connection, and
+        # those come seconds apart: up to 10 s more for one being set up (librdkafka gives up on that after 30 s by
+        # default), up to 25 s for one that was up (a request unanswered for socket.timeout.ms, 60 s by default,
+        # ends it). Both are 10 s here: a dagger reconnects as soon as the path is back (tests/test_resume.py).
         "socket.connection.setup.timeout.ms": GIVE_UP_ON_CONNECTION_MS,
         "socket.timeout.ms": GIVE_UP_ON_CONNECTION_MS,
     }

@@ -1,5 +1,6 @@
 """Daggers resumed from their checkpoints, as the platform does all day: re-runs over appended events, a broker that
-was replaced, uneven backlogs, one dagger's Kafka sink read by another, a checkpoint reused for another query."""
+was replaced, uneven backlogs, one dagger's Kafka sink read by another, a checkpoint reused for another query; and
+the source's Kafka clients resuming as soon as a network partition heals."""
 
 from __future__ import annotations
 
