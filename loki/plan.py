@@ -93,9 +93,7 @@ def _planned(playbook: Playbook, specs: dict[str, DaggerSpec]) -> list[Resource]
             spec, cluster = specs[c.name], playbook.target.cluster
             out.append(Resource(f"driver/{spec.team}/{spec.name}", f"driver of consumer {c.name}"))
             worker = f"spark/{spec.team}/{cluster}/{WORKER_OF}/{spec.name}"
-            out.append(
-                Resource(worker, f"the worker running consumer {c.name}'s driver", cluster=f"{spec.team}/{cluster}")
-            )
+            out.append(Resource(worker, f"the worker running consumer {c.name}'s driver"))
     return out
 
 
