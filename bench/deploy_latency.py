@@ -89,7 +89,7 @@ def _first_row(vm: str, measurement: str) -> bool:
 
 def deploy_once(api: AirflowApi, daggers: Daggers, where: Endpoints, n: int) -> dict[str, float]:
     """One deploy through the REST API; seconds from the trigger to each step."""
-    name, measurement = f"surge-{n}", f"bench_surge_{n}_{int(time.time())}"
+    name, measurement = f"surge-{n}", f"{TEAM}_surge_{n}_{int(time.time())}"
     conf = {
         "team": TEAM,
         "name": name,

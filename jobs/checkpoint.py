@@ -116,6 +116,8 @@ def identity_of(plan: DaggerPlan) -> Identity:
 def differences(made: Identity, wanted: Identity) -> list[str]:
     """Why a checkpoint made for `made` cannot serve `wanted` (empty: it can)."""
     reasons = []
+    if made.dagger != wanted.dagger:  # a checkpoint is one dagger's: resuming another's would take it over
+        reasons.append(f"it is dagger {made.dagger}'s, not {wanted.dagger}'s")
     if made.format != wanted.format:
         reasons.append(f"it was written by another version of the engine (format {made.format}, now {wanted.format})")
     tables = [s.table for s in made.streams], [s.table for s in wanted.streams]

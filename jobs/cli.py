@@ -297,7 +297,10 @@ def run(
 # -- the lifecycle on team clusters (jobs/lifecycle.py), as the dagger_* DAGs do it ---------------------------------
 
 UserOpt = Annotated[
-    str, typer.Option("--user", help="Who acts (a member of the dagger's team); default: your login name.")
+    str,
+    typer.Option(
+        "--user", help="Act for this user (platform engineers only; recorded). Everyone else acts as their login."
+    ),
 ]
 
 
@@ -319,10 +322,11 @@ def _daggers(state_dir: Path | None) -> Iterator[Any]:
         raise typer.Exit(1) from None
 
 
-def _login() -> str:
-    import getpass
+def _actor(daggers: Any, user: str, action: str) -> str:
+    """Who acts: the OS login, or `--user` for a platform engineer (odin/actor.py)."""
+    from odin.actor import acting_user
 
-    return getpass.getuser()
+    return acting_user(daggers.registry, user or None, action=action)
 
 
 @app.command()
@@ -334,7 +338,7 @@ def deploy(
 ) -> None:
     """Deploy to a team cluster (cluster mode, supervised) and wait for the query's first progress."""
     with _daggers(state_dir) as daggers:
-        record = daggers.deploy(_loaded(spec), cluster, user or _login())
+        record = daggers.deploy(_loaded(spec), cluster, _actor(daggers, user, "dagger_deploy"))
     console.print(f"[green]running[/]: {record.qualified_name} on {record.cluster} (driver {record.submission_id})")
 
 
@@ -350,7 +354,8 @@ def update(
 ) -> None:
     """Stop a deployed dagger and redeploy it with the new spec, on its checkpoint when that can serve it."""
     with _daggers(state_dir) as daggers:
-        record = daggers.update(_loaded(spec), user or _login(), cluster=cluster, reset_state=reset_state)
+        actor = _actor(daggers, user, "dagger_update")
+        record = daggers.update(_loaded(spec), actor, cluster=cluster, reset_state=reset_state)
     console.print(f"[green]running[/]: {record.qualified_name} v{record.spec_version} on {record.cluster}")
 
 
@@ -363,7 +368,7 @@ def stop(
 ) -> None:
     """Stop a deployed dagger (its checkpoint stays for a later deploy)."""
     with _daggers(state_dir) as daggers:
-        record = daggers.stop(team, name, user or _login())
+        record = daggers.stop(team, name, _actor(daggers, user, "dagger_stop"))
     console.print(f"[yellow]stopped[/]: {record.qualified_name}")
 
 
@@ -383,8 +388,8 @@ def failover(
     from jobs.requests import failover_summary
     from odin.cluster.lifecycle import Clusters
 
-    actor = user or _login()
     with _daggers(state_dir) as daggers:
+        actor = _actor(daggers, user, "dagger_failover")
         clusters = Clusters(daggers.registry, daggers.state_dir, daggers.say)
         report = fail_over(daggers, clusters, team, cluster, actor, reason or f"requested by {actor}", to)
     console.print(failover_summary(report), highlight=False)
@@ -407,8 +412,8 @@ def switch_stream_command(
     if to not in ("failover", "primary"):
         console.print(f"[red]--to: {to!r} is neither failover nor primary[/]")
         raise typer.Exit(2)
-    actor = user or _login()
     with _daggers(state_dir) as daggers:
+        actor = _actor(daggers, user, "stream_switch")
         done = switch_stream(
             daggers, stream, actor, reason or f"requested by {actor}", "failover" if to == "failover" else "primary"
         )

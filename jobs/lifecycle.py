@@ -14,28 +14,32 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from jobs import jvm_archive
 from jobs.checkpoint import differences, identity_of, read_identity
+from jobs.placement import Places, TeamDatabase, confine
 from jobs.plan import DaggerPlan, plan_dagger
-from jobs.spec import DaggerSpec, SpecError, resolve_streams
+from jobs.spec import DaggerSpec, SpecError
 from jobs.status import DaggerStatus, claim, owner, read_status, status_path
 from jobs.submission import DriverStatus, SparkRest, SubmissionError
 from odin.access import require_member
 from odin.cluster.secret import rest_token, secret_file
+from odin.endpoints import Endpoints
 from odin.paths import REPO
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
+from odin.stack import Stack
 from odin.team_secrets import TeamSecrets, missing
 
 DRIVER = REPO / "jobs" / "driver.py"
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
+ENVIRONMENT = "local"  # the Odin environment the platform's own processes (Airflow, the CLIs) run in
 # A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
 # executors at once, and C2's compiler threads then take the CPU the query's start needs, for minutes: at 20,000
 # events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is Python's), so C2's
@@ -134,19 +138,43 @@ class Daggers:
         return self.plan(spec, cluster)
 
     def plan(self, spec: DaggerSpec, cluster: str) -> DaggerPlan:
-        """check() without asking who: for the platform's own actions (a restart by health) on a recorded spec."""
+        """check() without asking who: for the platform's own actions (a restart by health) on a recorded spec.
+        The spec is placed (jobs/placement.py): what it reads and writes is the platform's to decide."""
         self._cluster(spec.team, cluster)
         try:
-            resolved = resolve_streams(spec, lambda name: self.registry.stream(name))
+            placed = confine(spec, self.places())
         except SpecError as e:
             raise Refused(str(e)) from None
-        # after the catalog lookup: a catalog stream's Kafka cluster may need a password too
-        if unset := missing(resolved, TeamSecrets(self.state_dir)):
+        # after placing: the team database's password must be among the team's secrets
+        if unset := missing(placed, TeamSecrets(self.state_dir)):
             raise Refused("\n".join(unset))
         try:
-            return plan_dagger(resolved, self.state_dir)
+            return replace(plan_dagger(placed, self.state_dir), asked=spec)
         except SpecError as e:
             raise Refused(str(e)) from None
+
+    def places(self) -> Places:
+        """What this environment provides daggers: the catalog, the team's outputs, the dagger's own places."""
+        from odin.catalog import load
+
+        where = Endpoints(Stack(ENVIRONMENT, self.state_dir).nodes())
+        streams = self.registry.streams()
+        outputs = {}
+        for cluster in load().output_clusters():
+            servers = next((s.serving_bootstrap_servers for s in streams if s.kafka_cluster == cluster), None)
+            if servers is not None:
+                outputs[cluster] = servers
+        tsdb = None
+        with contextlib.suppress(LookupError):
+            tsdb = where.victoria_metrics_url
+        return Places(
+            state_dir=self.state_dir,
+            streams=self.registry.stream,
+            catalog_topics=frozenset(t for s in streams for t in s.topics),
+            tsdb_url=tsdb,
+            kafka_outputs=outputs,
+            database=lambda team: TeamDatabase(where.postgres_dsn, None),
+        )
 
     def _cluster(self, team: str, name: str) -> ClusterRecord:
         record = self.registry.cluster(team, name)
@@ -201,13 +229,15 @@ class Daggers:
                 str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
             )
             detail |= {"submission_id": submission_id, "run": run}
+            # what the team asked is recorded: a restart or a move places it again, where the platform is then
+            asked = (plan.asked or spec).model_dump(mode="json")
             self.registry.put_dagger(
                 DaggerRecord(
                     team=spec.team,
                     name=spec.name,
-                    spec=spec.model_dump(mode="json"),
+                    spec=asked,
                     # the same spec again (a restart, a move) is the same version
-                    spec_version=known.spec_version + (known.spec != spec.model_dump(mode="json")) if known else 1,
+                    spec_version=known.spec_version + (known.spec != asked) if known else 1,
                     checkpoint=str(plan.checkpoint),
                     state="deploying",
                     cluster=cluster,

@@ -41,6 +41,7 @@ class DaggerPlan:
     checkpoint: Path
     secrets: Path  # the team's secrets file (odin/team_secrets.py), read where the source runs
     late_rule: WindowRule | None = None  # how the reader tells late events (one stream, one window), else Spark
+    asked: DaggerSpec | None = None  # on the platform: the spec as its team asked (`spec` is as it was placed)
 
     @property
     def schemas(self) -> list[str]:

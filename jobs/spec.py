@@ -186,11 +186,22 @@ class InfluxSink(Model):
         description="Timestamp output column giving each point's time (default: the window end). Required when the "
         "query selects no window end: a point's time would otherwise be the write time, and replays would add points.",
     )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tags added to every point, over any column's tag of the same name. On the platform it holds the "
+        "dagger's `team`, which the platform sets.",
+    )
 
 
 class KafkaSink(Model):
     type: Literal["kafka"] = "kafka"
-    bootstrap_servers: str = "127.0.0.1:9092"
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Where `dagger run` writes; the platform sets it.")
+    cluster: str | None = Field(
+        None,
+        pattern=SLUG,
+        description="On the platform: the catalog's Kafka cluster to write to (one that takes teams' outputs; "
+        "default: the first). The topic must start with `<team>.`.",
+    )
     topic: str
     format: Literal["json", "proto"] = "json"
     proto: str | None = Field(None, description="Message class for format=proto; fields matched by column name.")
@@ -235,7 +246,16 @@ class KafkaSink(Model):
 
 class PostgresSink(Model):
     type: Literal["postgres"] = "postgres"
-    dsn: str = Field("postgresql://postgres@127.0.0.1:5432/daggers", description="libpq DSN without a password.")
+    target: str | None = Field(
+        None,
+        pattern=SLUG,
+        description="On the platform: the database it provisions for a team (the team's name, the default); the "
+        "platform sets dsn and password_env from it.",
+    )
+    dsn: str = Field(
+        "postgresql://postgres@127.0.0.1:5432/daggers",
+        description="libpq DSN without a password, for `dagger run`; the platform sets it from `target`.",
+    )
     password_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the password.")
     table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 

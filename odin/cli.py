@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -17,7 +16,8 @@ from rich.status import Status
 from rich.table import Table
 
 from jobs.spec import SLUG, format_errors
-from odin.access import require_member
+from odin.access import PLATFORM_TEAM, require_member, require_platform_engineer
+from odin.actor import login
 from odin.alerting.routing import RoutingError, team_receiver
 from odin.catalog import PERF_SUFFIX, CatalogError
 from odin.catalog.schemas import BufError
@@ -29,6 +29,7 @@ from odin.registry import Refused, Registry, RegistryError
 from odin.registry.records import ClusterRecord
 from odin.spec import Service
 from odin.stack import NodeStatus, PreflightError, Stack
+from odin.team_databases import team_database
 from odin.team_secrets import TeamSecrets, check
 from odin.terraform import TerraformError
 
@@ -126,6 +127,8 @@ def up(
     console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
     if report.registry_revision:
         console.print(f"registry: migrated to revision {report.registry_revision}")
+        if first := _first_platform_engineer(stack):
+            console.print(f"registry: {first} is the first platform engineer (team {PLATFORM_TEAM})")
     if report.catalog:
         _print_catalog_sync(report.catalog)
     for f in report.playbook.failures:
@@ -233,6 +236,20 @@ def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
     console.print(table)
 
 
+def _first_platform_engineer(stack: Stack) -> str | None:
+    """A new registry's first platform engineer is the OS user who brought it up; later ones are added by them."""
+    registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
+    try:
+        if registry.members(PLATFORM_TEAM):
+            return None
+        registry.ensure_team(PLATFORM_TEAM, "Platform engineers: provision clusters and administer teams.")
+        registry.add_member(PLATFORM_TEAM, login())
+        registry.record(login(), "team_add", f"team:{PLATFORM_TEAM}", "ok", "the first platform engineer (odin up)")
+        return login()
+    finally:
+        registry.close()
+
+
 # -- teams and team clusters ----------------------------------------------------------------------------------
 
 team_app = typer.Typer(help="Teams and their members (who may deploy to which clusters).")
@@ -256,6 +273,16 @@ def _registry(env: str, state_dir: Path | None) -> Iterator[Registry]:
         registry.close()
 
 
+def _platform_engineer(registry: Registry, action: str, subject: str) -> str:
+    """The login, if a platform engineer: team and cluster administration is theirs (refusals recorded)."""
+    user = login()
+    try:
+        return require_platform_engineer(registry, user)
+    except Refused as e:
+        registry.record(user, action, subject, "refused", str(e))
+        raise _fail(f"refused: {e}") from None
+
+
 @team_app.command("add")
 def team_add(
     name: Annotated[str, typer.Argument(help="Team name (a slug).")],
@@ -274,6 +301,7 @@ def team_add(
     if not re.fullmatch(SLUG, name):
         raise _fail(f"team {name!r}: lowercase letters, digits and dashes, starting with a letter")
     with _registry(env, state_dir) as registry:
+        _platform_engineer(registry, "team_add", f"team:{name}")
         registry.ensure_team(name)
         for user in member:
             registry.add_member(name, user)
@@ -281,6 +309,8 @@ def team_add(
             registry.set_auto_failover(name, auto_failover)
         failover = "on" if registry.auto_failover(name) else "off"
         console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}; auto-failover {failover}")
+        database = team_database(name, state_dir, env)
+        console.print(f"team {name}: PostgreSQL {database.dsn}, password in team secret {database.password_env}")
     try:
         if Stack(env, state_dir).sync_alert_routes():
             console.print(f"alertmanager: team {name}'s alerts now route to receiver {team_receiver(name)}")
@@ -311,7 +341,7 @@ app.add_typer(secret_app, name="secret")
 def _team_secrets(team: str, env: str, state_dir: Path | None, action: str, **detail: str) -> Iterator[TeamSecrets]:
     """The team's secrets, for a member of the team (or a platform engineer); the action (a secret's name, never
     its value) goes in the registry's history."""
-    user = getpass.getuser()
+    user = login()
     with _registry(env, state_dir) as registry:
         try:
             with registry.action(user, action, f"team:{team}", **detail):
@@ -368,7 +398,7 @@ def _on_cluster(
     with _registry(env, state_dir) as registry, console.status(f"[bold]cluster {team}/{name}[/]") as status:
         clusters = Clusters(registry, Stack(env, state_dir).state_dir, lambda m: _progress(status, m))
         try:
-            return act(clusters, getpass.getuser())
+            return act(clusters, _platform_engineer(registry, f"cluster_{what}", f"cluster:{team}/{name}"))
         except Refused as e:
             raise _fail(f"refused: {e}") from None
         except (ClusterError, TerraformError) as e:

@@ -56,6 +56,31 @@ def new_topic(services: Services, partitions: int = 2) -> str:
     return name
 
 
+def catalog_stream(services: Services, registry: Any, topic: str, bootstrap: str | None = None) -> str:
+    """A catalog stream of the test's own over BookingLog `topic` (on `bootstrap`, default the stack's broker),
+    synced into the registry as `odin catalog sync` does it: a deployed dagger reads catalog streams only."""
+    from odin.catalog import Catalog
+    from odin.catalog import sync as catalog_sync
+
+    name, cluster = f"s{topic.lower().replace('_', '-')}"[:63], f"k{uuid.uuid4().hex[:6]}"
+    catalog = Catalog.model_validate(
+        {
+            "kafka_clusters": {cluster: {"bootstrap_servers": {"local": bootstrap or services.kafka_bootstrap}}},
+            "streams": [
+                {"name": name, "kafka_cluster": cluster, "topics": [topic], "proto": "daggers.events.BookingLog"}
+            ],
+        }
+    )
+    catalog_sync.sync(registry, catalog, "local", services.kafka_bootstrap, actor="tests")
+    return name
+
+
+def deployable(spec: dict[str, Any], stream: str) -> dict[str, Any]:
+    """A surge_spec for deploying: its stream from the catalog (topics, message and brokers are the catalog's)."""
+    kafka = {k: v for k, v in spec["streams"][0].get("kafka", {}).items() if k != "bootstrap_servers"}
+    return spec | {"streams": [{"table": "data_stream", "stream": stream, "kafka": kafka}]}
+
+
 def spec_dict(services: Services, table: str, topic: str, proto: str, sql: str, sink: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": f"d-{uuid.uuid4().hex[:8]}",

@@ -178,7 +178,7 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     events = list(booking_logs(2_000, seed=31, start=START, rate=10))
     produce_to_stream(services, registry, events, CLOSE, PERF_STREAM)
     env = airflow_home(tmp_path, team_cluster.state_dir)
-    measurement = f"surge_form_{uuid.uuid4().hex[:6]}"
+    measurement = f"{team}_surge_form_{uuid.uuid4().hex[:6]}"
 
     run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(_form(team, measurement, services))], env)
     out = run.stdout + run.stderr

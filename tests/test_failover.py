@@ -16,18 +16,20 @@ from jobs.healing import Checkup
 from jobs.health import HealthPolicy
 from jobs.lifecycle import Daggers
 from jobs.spec import parse_spec
+from odin.actor import login
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
 from tests.conftest import Services
-from tests.test_dagger import influx_surge, new_topic, surge_spec, surge_truth
+from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
 
-def _failover_cli(team: str, cluster: str, user: str, state_dir: str) -> subprocess.CompletedProcess[str]:
-    argv = [str(BIN_DIR / "dagger"), "failover", "--team", team, "--cluster", cluster, "--user", user]
+def _failover_cli(team: str, cluster: str, state_dir: str) -> subprocess.CompletedProcess[str]:
+    """`dagger failover` as the login (odin/actor.py)."""
+    argv = [str(BIN_DIR / "dagger"), "failover", "--team", team, "--cluster", cluster]
     return subprocess.run([*argv, "--state-dir", state_dir], capture_output=True, text=True, timeout=300)
 
 
@@ -39,21 +41,23 @@ def test_a_cluster_that_loses_its_master_and_workers_fails_its_daggers_over_exac
     for name in ("blue", "green"):
         clusters.create(ClusterSpec(team=team, name=name, workers=1, worker_cores=2, worker_memory="2g"), "alice")
     daggers = Daggers(registry, clusters.state_dir)
-    topic, measurement = new_topic(services), f"surge_fo_{uuid.uuid4().hex[:6]}"
+    topic, measurement = new_topic(services), f"{team}_surge_fo_{uuid.uuid4().hex[:6]}"
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     first = list(booking_logs(1_500, seed=71, start=start, rate=10))
     produce(
         services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), partitions=2
     )
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
-    fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-fo", "parallelism": 1}
+    fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
+    fields |= {"team": team, "name": "surge-fo", "parallelism": 1}
     daggers.deploy(parse_spec(fields), "blue", "alice")
     assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
 
-    outsider = _failover_cli(team, "blue", "mallory", state)
-    assert outsider.returncode == 1 and "mallory is not a member of team" in outsider.stdout + outsider.stderr
+    outsider = _failover_cli(team, "blue", state)
+    assert outsider.returncode == 1 and f"{login()} is not a member of team" in outsider.stdout + outsider.stderr
+    registry.add_member(team, login())
     registry.set_cluster_state(team, "green", "failed")  # not a ready cluster: nowhere to go
-    nowhere = _failover_cli(team, "blue", "alice", state)
+    nowhere = _failover_cli(team, "blue", state)
     assert nowhere.returncode == 1 and "no other healthy ready cluster" in nowhere.stdout + nowhere.stderr
     registry.set_cluster_state(team, "green", "ready")
     assert registry.dagger(team, "surge-fo").cluster == "blue"  # type: ignore[union-attr]  # nothing touched

@@ -30,7 +30,7 @@ from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
 from tests.conftest import Services, TeamCluster
-from tests.test_dagger import influx_surge, new_topic, surge_spec, surge_truth
+from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
 
@@ -40,14 +40,15 @@ def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
     registry, clusters, team = own_team
     clusters.create(ClusterSpec(team=team, name="heal", workers=1, worker_cores=2, worker_memory="2g"), "alice")
     daggers = Daggers(registry, clusters.state_dir)
-    topic, measurement = new_topic(services), f"surge_heal_{uuid.uuid4().hex[:6]}"
+    topic, measurement = new_topic(services), f"{team}_surge_heal_{uuid.uuid4().hex[:6]}"
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     first = list(booking_logs(1_500, seed=51, start=start, rate=10))
     produce(
         services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), partitions=2
     )
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
-    fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-heal", "parallelism": 1}
+    fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
+    fields |= {"team": team, "name": "surge-heal", "parallelism": 1}
     deployed = daggers.deploy(parse_spec(fields), "heal", "alice")
     assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
     checkup = Checkup(registry, clusters.state_dir, metrics_url=services.victoria_metrics_url, teams=[team])
@@ -129,9 +130,10 @@ def test_a_dagger_that_crashes_on_start_is_crashlooping_after_its_budget_with_on
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     daggers = Daggers(registry, team_cluster.state_dir)
-    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": "never"}
-    fields = surge_spec(services, "crash-topic", sink) | {"team": team, "name": "crasher", "parallelism": 1}
-    fields["streams"][0]["kafka"]["bootstrap_servers"] = f"127.0.0.1:{closed_port()}"  # no broker: fails on start
+    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": f"{team}_never"}
+    nowhere = catalog_stream(services, registry, "crash-topic", f"127.0.0.1:{closed_port()}")  # no broker: fails
+    fields = deployable(surge_spec(services, "crash-topic", sink), nowhere) | {"team": team, "name": "crasher"}
+    fields["parallelism"] = 1
     with pytest.raises(DeployError, match=r"failed on start|driver ended"):
         daggers.deploy(parse_spec(fields), team_cluster.cluster, team_cluster.member)
     pages: list[DaggerHealth] = []

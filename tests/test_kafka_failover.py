@@ -138,7 +138,7 @@ def test_a_dead_primary_broker_switches_the_stream_to_its_mirror_and_the_sink_st
     copier = threading.Thread(target=job.run, args=(stop,), daemon=True)
     copier.start()
 
-    measurement = f"surge_kfo_{uuid.uuid4().hex[:6]}"
+    measurement = f"{team}_surge_kfo_{uuid.uuid4().hex[:6]}"
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
     fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-kfo", "parallelism": 1}
     fields["streams"] = [{"table": "data_stream", "stream": name, "kafka": {"max_events_per_trigger": 20_000}}]

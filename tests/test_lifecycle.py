@@ -23,6 +23,8 @@ from jobs.spec import parse_spec
 from jobs.status import read_status, status_path
 from jobs.submission import SparkRest
 from jobs.topics import ensure_topics
+from odin import victoria
+from odin.actor import login
 from odin.cluster.secret import rest_token, secret_file
 from odin.paths import BIN_DIR
 from odin.registry import Refused
@@ -148,16 +150,20 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     daggers = Daggers(registry, team_cluster.state_dir)
-    measurement = f"surge_{uuid.uuid4().hex[:8]}"
+    measurement = f"{team}_surge_{uuid.uuid4().hex[:8]}"
     first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
     produce_to_stream(services, registry, first, START + timedelta(minutes=8))
 
     record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
     locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
     assert (record.state, record.cluster, record.schema_versions) == ("running", "main", {CATALOG: locked})
-    assert record.spec["streams"][0]["topics"] == registry.stream(CATALOG).topics  # type: ignore[union-attr]
+    # what the team asked is recorded (a restart places it again); the platform placed its output and checkpoint
+    assert record.spec["streams"][0]["stream"] == CATALOG and not record.spec["streams"][0]["topics"]
+    assert record.checkpoint == str(team_cluster.state_dir / "daggers" / team / "surge" / "checkpoint")
     everything = catalog_events(services, registry)
     assert sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
+    series = victoria.export(services.victoria_metrics_url, f"{measurement}_num_of_bookings")
+    assert series and {s["metric"].get("team") for s in series} == {team}  # the platform's tag, on every point
     # Its JVMs compile with C1 only (a relaunch's start is what the JIT would slow), on their own command lines
     # (the suite's JDK_JAVA_OPTIONS says the same to every JVM, but through the environment).
     status = read_status(status_path(Path(record.checkpoint)))
@@ -241,8 +247,9 @@ def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamClus
         [str(BIN_DIR / "dagger"), "list", "--team", team, "--state-dir", state], capture_output=True, text=True
     )
     assert listed.returncode == 0 and "dagger(s)" in listed.stdout, listed.stdout + listed.stderr
+    team_cluster.registry.add_member(team, login())  # the CLI acts as its login
     refused = subprocess.run(
-        [str(BIN_DIR / "dagger"), "stop", team, "nothing", "--user", "alice", "--state-dir", state],
+        [str(BIN_DIR / "dagger"), "stop", team, "nothing", "--state-dir", state],
         capture_output=True,
         text=True,
     )

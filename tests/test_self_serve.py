@@ -71,7 +71,7 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     _events(services, team_cluster, seed=51)
-    measurement = f"surge_api_{uuid.uuid4().hex[:6]}"
+    measurement = f"{team}_surge_api_{uuid.uuid4().hex[:6]}"
     conf = _form(team, measurement, services, name="surge-api")
     bob, alice = airflow.api("bob"), airflow.api("alice")
     alice.wait_for_dag("dagger_deploy")
@@ -100,7 +100,7 @@ def test_a_person_deploys_a_dagger_with_the_trigger_form(
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     _events(services, team_cluster, seed=61)
-    measurement = f"surge_ui_{uuid.uuid4().hex[:6]}"
+    measurement = f"{team}_surge_ui_{uuid.uuid4().hex[:6]}"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     sections = {
         "Dagger": {"team": team, "name": "surge-ui", "cluster": team_cluster.cluster},

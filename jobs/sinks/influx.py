@@ -251,6 +251,9 @@ class InfluxWriter(BaseSink):
             self.skipped_columns = tuple(skipped)
             if skipped:
                 log.info("%s: columns %s are neither tags nor fields: not written", self.label, skipped)
+        # the sink's own tags (the platform's `team`) win over a column's: a query cannot write as another team
+        fixed = {escape_key(k): v for k, v in self.sink.tags.items()}
+        tags = [t for t in tags if t[0] not in fixed] + [(k, [v] * batch.num_rows) for k, v in fixed.items()]
         tags.sort(key=lambda t: t[0])  # influx's preferred order: sorted tag keys
         times = _epoch_ms(batch.column(self.time_column))
         measurement = self.measurement.translate(_MEASUREMENT)

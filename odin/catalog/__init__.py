@@ -37,6 +37,10 @@ class KafkaCluster(BaseModel):
         description="Per Odin environment, the cluster's failover: a mirror fed by `odin mirror`, which keeps every "
         "partition's offsets, so daggers switch to it and resume their checkpoints when this cluster is down.",
     )
+    team_outputs: bool = Field(
+        False,
+        description="Whether deployed daggers' Kafka sinks may write here, each team to topics under `<team>.` only.",
+    )
 
 
 class CatalogStream(BaseModel):
@@ -112,6 +116,10 @@ class Catalog(BaseModel):
         `environment_kafka` (its kafka-broker node)."""
         own = environment_perf_kafka if stream.perf_twin_of and environment_perf_kafka else environment_kafka
         return self.kafka_clusters[stream.kafka_cluster].bootstrap_servers.get(environment, own)
+
+    def output_clusters(self) -> list[str]:
+        """The Kafka clusters that take teams' outputs (deployed Kafka sinks), in the catalog's order."""
+        return [name for name, cluster in self.kafka_clusters.items() if cluster.team_outputs]
 
     def failover_bootstrap_servers(self, stream: CatalogStream, environment: str) -> str | None:
         return self.kafka_clusters[stream.kafka_cluster].failover_bootstrap_servers.get(environment)
