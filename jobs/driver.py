@@ -1,10 +1,11 @@
 """A deployed dagger's driver: what a cluster's worker runs (Spark's PythonRunner, cluster mode) for jobs/lifecycle.py.
 
-    driver.py --spec <base64 JSON> --state-dir <dir> --run <id> [--reset-checkpoint]
+    driver.py --spec-file <placed spec, JSON> --state-dir <dir> --run <id> [--reset-checkpoint]
 
 The worker copies this file into the driver's work directory and runs it with the platform's Python runtime, which
-every node has installed (Odin's platform_runtime role), packages included. The spec comes inline and already
-resolved (catalog streams filled in), so the driver needs neither the spec file nor the registry. Master, driver
+every node has installed (Odin's platform_runtime role), packages included. The spec is the one the platform placed
+(jobs/placement.py), in a file of the dagger's own, not on the command line that `ps` shows; the driver needs no
+registry. Master, driver
 host and resources come from the submission. The driver keeps its status file (jobs/status.py) current; a failure
 is written there before the process exits non-zero, which makes a supervised driver restart from its checkpoint.
 """
@@ -12,7 +13,6 @@ is written there before the process exits non-zero, which makes a supervised dri
 from __future__ import annotations
 
 import argparse
-import base64
 import logging
 import os
 import signal
@@ -25,7 +25,7 @@ from typing import Any
 
 def _args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="jobs/driver.py")
-    parser.add_argument("--spec", required=True, help="The dagger spec: JSON, base64url.")
+    parser.add_argument("--spec-file", required=True, type=Path, help="The placed dagger spec (JSON).")
     parser.add_argument("--state-dir", required=True, type=Path)
     parser.add_argument("--run", required=True, help="The deployment's id, stamped on the status file.")
     parser.add_argument("--reset-checkpoint", action="store_true")
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = _args(argv)
-    spec = DaggerSpec.model_validate_json(base64.urlsafe_b64decode(args.spec))
+    spec = DaggerSpec.model_validate_json(args.spec_file.read_text())
     # the team's secrets, which the spec's sink names by environment variable (odin/team_secrets.py)
     os.environ.update(TeamSecrets(args.state_dir).load(spec.team))
     plan = plan_dagger(spec, args.state_dir)

@@ -8,12 +8,12 @@ verdict (`started`). Every call ends in one history entry; refusals come before 
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -129,6 +129,7 @@ class Daggers:
         self.registry = registry
         self.state_dir = state_dir
         self.say: Progress = progress or (lambda _msg: None)
+        self._held: set[str] = set()  # subjects this instance holds (Registry.exclusive), so it may nest
 
     # -- checks (no side effects) ----------------------------------------------------------------------------
 
@@ -198,17 +199,19 @@ class Daggers:
     # -- deploy -------------------------------------------------------------------------------------------------
 
     def submit(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> Deployment:
-        """Submit the checked plan's driver; the registry has the dagger as `deploying`."""
+        """Submit the checked plan's driver. The registry records the dagger as `deploying` before the driver exists,
+        and a driver whose submission is not recorded is killed: nothing runs that the registry does not know of."""
         spec = plan.spec
         subject = f"dagger:{spec.team}/{spec.name}"
-        with self.registry.action(actor, "dagger_submit", subject, cluster=cluster) as detail:
+        with self.registry.action(actor, "dagger_submit", subject, cluster=cluster) as detail, self._exclusive(subject):
             known = self.registry.dagger(spec.team, spec.name)
             if known is not None and known.state in ("deploying", "running", "stopping"):
                 raise Refused(f"dagger {spec.team}/{spec.name} is {known.state} on {known.cluster}: update or stop it")
             record = self._cluster(spec.team, cluster)
             rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
             run = uuid.uuid4().hex[:12]
-            args = ["--spec", _encode(spec), "--state-dir", str(self.state_dir), "--run", run]
+            # the spec travels as a file of the dagger's own, not on the driver's command line (`ps` shows that)
+            args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
             # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
             # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
             java_options = f"{jvm_archive.java_options()} {QUICK_JIT}"
@@ -221,14 +224,9 @@ class Daggers:
                 "spark.pyspark.driver.python": sys.executable,
                 "spark.driver.extraJavaOptions": java_options,
                 "spark.executor.extraJavaOptions": java_options,
+                "spark.ui.killEnabled": "false",  # whoever reaches a UI must not kill another team's jobs from it
                 **RESOURCES,
             }
-            claim(plan.checkpoint, run)  # before the driver exists: any older driver of the dagger ends
-            self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
-            submission_id = rest.submit(
-                str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
-            )
-            detail |= {"submission_id": submission_id, "run": run}
             # what the team asked is recorded: a restart or a move places it again, where the platform is then
             asked = (plan.asked or spec).model_dump(mode="json")
             self.registry.put_dagger(
@@ -241,11 +239,27 @@ class Daggers:
                     checkpoint=str(plan.checkpoint),
                     state="deploying",
                     cluster=cluster,
-                    submission_id=submission_id,
+                    submission_id=None,
                     schema_versions=self._schema_versions(spec),
                 )
             )
             self.registry.set_dagger_state(spec.team, spec.name, "deploying")
+            claim(plan.checkpoint, run)  # before the driver exists: any older driver of the dagger ends
+            self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
+            try:
+                submission_id = rest.submit(
+                    str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
+                )
+            except BaseException:
+                self.registry.set_dagger_state(spec.team, spec.name, "failed")
+                raise
+            detail |= {"submission_id": submission_id, "run": run}
+            try:
+                self.registry.set_dagger_submission(spec.team, spec.name, submission_id)
+            except BaseException:
+                with contextlib.suppress(Exception):  # supervised: it would run on, unrecorded
+                    self._kill(rest, submission_id)
+                raise
         return Deployment(
             spec.team,
             spec.name,
@@ -257,6 +271,27 @@ class Daggers:
             str(secret_file(self.state_dir, spec.team, cluster)),
             actor,
         )
+
+    @contextlib.contextmanager
+    def _exclusive(self, subject: str, recorded_as: tuple[str, str] | None = None) -> Iterator[None]:
+        """One request at a time on a dagger (Registry.exclusive); an update's stop and submit are one request.
+        `recorded_as` (actor, action): record a refusal here, for a caller outside Registry.action."""
+        if subject in self._held:
+            yield
+            return
+        held = False
+        try:
+            with self.registry.exclusive(subject):
+                held = True
+                self._held.add(subject)
+                try:
+                    yield
+                finally:
+                    self._held.discard(subject)
+        except Refused as e:
+            if not held and recorded_as is not None:
+                self.registry.record(*recorded_as, subject, "refused", str(e))
+            raise
 
     def wait_started(self, deployment: Deployment, timeout_s: float = START_TIMEOUT_S) -> Started:
         deadline = time.monotonic() + timeout_s
@@ -301,7 +336,7 @@ class Daggers:
 
     def stop(self, team: str, name: str, actor: str) -> DaggerRecord:
         subject = f"dagger:{team}/{name}"
-        with self.registry.action(actor, "dagger_stop", subject) as detail:
+        with self.registry.action(actor, "dagger_stop", subject) as detail, self._exclusive(subject):
             record = followed(self.registry, self._owned(team, name, actor))
             if record.state not in ("deploying", "running", "stopping", "failed") or record.submission_id is None:
                 raise Refused(f"dagger {team}/{name} is {record.state}: nothing to stop")
@@ -385,13 +420,13 @@ class Daggers:
     def redeploy(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_state: bool = False) -> Deployment:
         """Stop the running driver, then submit the prepared plan on the same checkpoint (or a reset one)."""
         spec = plan.spec
-        record = self.registry.dagger(spec.team, spec.name)
-        if record is not None and record.state in ("deploying", "running", "stopping"):
-            self.stop(spec.team, spec.name, actor)
-        self.registry.record(
-            actor, "dagger_update", f"dagger:{spec.team}/{spec.name}", "ok", "", {"reset": reset_state}
-        )
-        return self.submit(plan, cluster, actor, reset_checkpoint=reset_state)
+        subject = f"dagger:{spec.team}/{spec.name}"
+        with self._exclusive(subject, recorded_as=(actor, "dagger_update")):
+            record = self.registry.dagger(spec.team, spec.name)
+            if record is not None and record.state in ("deploying", "running", "stopping"):
+                self.stop(spec.team, spec.name, actor)
+            self.registry.record(actor, "dagger_update", subject, "ok", "", {"reset": reset_state})
+            return self.submit(plan, cluster, actor, reset_checkpoint=reset_state)
 
     def update(
         self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
@@ -467,5 +502,15 @@ def followed(registry: Registry, record: DaggerRecord) -> DaggerRecord:
     return record.model_copy(update={"submission_id": live})
 
 
-def _encode(spec: DaggerSpec) -> str:
-    return base64.urlsafe_b64encode(spec.model_dump_json().encode()).decode()
+def _spec_file(plan: DaggerPlan, run: str) -> Path:
+    """The placed spec for the run's driver, beside the dagger's checkpoint (readable by the platform only); other
+    runs' files go: a run that is not the checkpoint's owner stops anyway (jobs/status.py)."""
+    runs = plan.checkpoint.parent / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    for old in runs.glob("*.json"):
+        old.unlink(missing_ok=True)
+    path = runs / f"{run}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(plan.spec.model_dump_json())
+    return path

@@ -1,4 +1,4 @@
-"""What the dagger DAGs do (dags/daggers.py stays thin): a run's params become a Request (jobs/form.py), checked
+"""What the dagger DAGs do (dags/self_serve.py stays thin): a run's params become a Request (jobs/form.py), checked
 for who asks and where before anything is touched, previewed, then deployed, updated, stopped or listed through
 jobs/lifecycle.py. Each step logs to the task log; refusals are recorded in the registry's history."""
 
@@ -17,10 +17,13 @@ from jobs.form import Request, request_from_params
 from jobs.healing import Checkup, HealthReport, alertmanager_pager
 from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
-from jobs.spec import SpecError, parse_spec
+from jobs.plan import DaggerPlan
+from jobs.spec import SpecError
+from odin.access import require_member
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import platform
 from odin.endpoints import Endpoints
+from odin.redaction import redacted
 from odin.registry import Refused
 from odin.stack import Stack
 
@@ -33,20 +36,8 @@ def _request(params: Mapping[str, Any], user: str | None, action: str, registry:
         return request_from_params(params)
     except SpecError as e:
         subject = f"dagger:{params.get('team')}/{params.get('name') or (params.get('spec') or {}).get('name')}"
-        registry.record(user or "?", action, subject, "refused", str(e), {"params": dict(params)})
+        registry.record(user or "?", action, subject, "refused", str(e), {"params": redacted(dict(params))})
         raise Refused(f"invalid params:\n{e}") from None
-
-
-def _as_dict(request: Request) -> dict[str, Any]:
-    return {
-        "spec": request.spec.model_dump(mode="json"),
-        "cluster": request.cluster,
-        "reset_state": request.reset_state,
-    }
-
-
-def _from_dict(request: Mapping[str, Any]) -> Request:
-    return Request(parse_spec(dict(request["spec"])), request["cluster"], bool(request.get("reset_state")))
 
 
 def render(table: Table) -> str:
@@ -56,38 +47,65 @@ def render(table: Table) -> str:
     return console.export_text()
 
 
-def check(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> dict[str, Any]:
-    """Validate the params and the user's rights; the Request (catalog streams resolved) for the next tasks."""
+def _checked(daggers: Daggers, params: Mapping[str, Any], user: str | None, update: bool) -> tuple[DaggerPlan, str]:
+    """The run's params and triggering user, checked and placed: every task that acts rebuilds its request so,
+    as what one task hands the next (XCom) can be changed by others than the run's user."""
     action = "dagger_update" if update else "dagger_deploy"
+    request = _request(params, user, action, daggers.registry)
+    spec = request.spec
+    if update:
+        return daggers.prepare_update(spec, user or "?", cluster=request.cluster, reset_state=request.reset_state)
+    try:
+        return daggers.check(spec, request.cluster, user), request.cluster
+    except Refused as e:
+        daggers.registry.record(user or "?", action, f"dagger:{spec.team}/{spec.name}", "refused", str(e))
+        raise
+
+
+def _member(registry: Any, user: str | None, team: str, action: str, subject: str) -> None:
+    try:
+        require_member(registry, user, team)
+    except Refused as e:
+        registry.record(user or "?", action, subject, "refused", str(e))
+        raise
+
+
+def once(registry: Any, subject: str, action: str, user: str | None, run_id: str | None) -> None:
+    """A destructive request is carried out once per Airflow run: a cleared task re-runs as the run's original
+    user, so a re-run is refused (whoever cleared it) and the user triggers a new run to ask again. The marker is
+    the registry's history, which no Airflow user can change."""
+    if not run_id:
+        return
+    done = [e for e in registry.history(subject, limit=500) if e.detail.get("airflow_run") == run_id
+            and e.detail.get("request") == action]  # fmt: skip
+    marker = {"airflow_run": run_id, "request": action}
+    if done:
+        reason = (f"run {run_id} already asked for {action} of {subject} (by {done[-1].actor}); a re-run is refused: "
+                  "trigger a new run to ask again")  # fmt: skip
+        registry.record(user or "?", action, subject, "refused", reason, marker)
+        raise Refused(reason)
+    registry.record(user or "?", "airflow_request", subject, "ok", f"{action} for run {run_id}", marker)
+
+
+def check(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> dict[str, Any]:
+    """Validate the params and the user's rights, and show the plan. What it returns is for reading only: the next
+    tasks check again from the run's params."""
     with platform() as (registry, state):
-        request = _request(params, user, action, registry)
-        daggers = Daggers(registry, state, log)
-        spec = request.spec
-        if update:
-            plan, cluster = daggers.prepare_update(
-                spec, user or "?", cluster=request.cluster, reset_state=request.reset_state
-            )
-        else:
-            try:
-                plan = daggers.check(spec, request.cluster, user)
-            except Refused as e:
-                registry.record(user or "?", action, f"dagger:{spec.team}/{spec.name}", "refused", str(e))
-                raise
-            cluster = request.cluster
+        plan, cluster = _checked(Daggers(registry, state, log), params, user, update)
     log(f"dagger {plan.spec.team}/{plan.spec.name} on cluster {cluster}: valid ({plan.output_mode} mode)")
     log(f"Spark SQL:\n{plan.query.spark_sql}")
-    return _as_dict(Request(plan.spec, cluster, request.reset_state))
+    return {"team": plan.spec.team, "name": plan.spec.name, "cluster": cluster, "output_mode": plan.output_mode}
 
 
-def preview(request: Mapping[str, Any], log: Log) -> int:
+def preview(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> int:
     """Run the query on the stream's latest events (local Spark, writes nothing); the result goes to the log as a
     table. Any error stops the run here."""
     from jobs.engine import preview as run_preview
     from jobs.engine import session_for
-    from jobs.plan import plan_dagger
 
-    spec = _from_dict(request).spec
-    plan = plan_dagger(spec)
+    with platform() as (registry, state):
+        plan, _ = _checked(Daggers(registry, state, log), params, user, update)
+    spec = plan.spec
     spark = session_for(plan)
     try:
         result = run_preview(plan, spark, PREVIEW_ROWS)
@@ -103,22 +121,21 @@ def preview(request: Mapping[str, Any], log: Log) -> int:
     return len(rows)
 
 
-def submit(request: Mapping[str, Any], user: str, log: Log) -> Deployment:
+def submit(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | None = None) -> Deployment:
     with platform() as (registry, state):
-        parsed = _from_dict(request)
         daggers = Daggers(registry, state, log)
-        plan = daggers.check(parsed.spec, parsed.cluster, user)  # again: the registry may have changed since
-        return daggers.submit(plan, parsed.cluster, user)
+        plan, cluster = _checked(daggers, params, user, update=False)  # again: the registry may have changed since
+        once(registry, f"dagger:{plan.spec.team}/{plan.spec.name}", "dagger_deploy", user, run_id)
+        return daggers.submit(plan, cluster, user or "?")
 
 
-def redeploy(request: Mapping[str, Any], user: str, log: Log) -> Deployment:
+def redeploy(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | None = None) -> Deployment:
     with platform() as (registry, state):
-        parsed = _from_dict(request)
         daggers = Daggers(registry, state, log)
-        plan, cluster = daggers.prepare_update(
-            parsed.spec, user, cluster=parsed.cluster, reset_state=parsed.reset_state
-        )
-        return daggers.redeploy(plan, cluster, user, reset_state=parsed.reset_state)
+        plan, cluster = _checked(daggers, params, user, update=True)
+        once(registry, f"dagger:{plan.spec.team}/{plan.spec.name}", "dagger_update", user, run_id)
+        reset = bool(params.get("reset_state"))
+        return daggers.redeploy(plan, cluster, user or "?", reset_state=reset)
 
 
 def conclude(deployment: Deployment, verdict: Started, log: Log) -> dict[str, Any]:
@@ -126,18 +143,24 @@ def conclude(deployment: Deployment, verdict: Started, log: Log) -> dict[str, An
         return Daggers(registry, state, log).conclude(deployment, verdict).model_dump(mode="json")
 
 
-def stop(params: Mapping[str, Any], user: str | None, log: Log) -> dict[str, Any]:
+def stop(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | None = None) -> dict[str, Any]:
+    team, name = str(params["team"]), str(params["name"])
     with platform() as (registry, state):
-        record = Daggers(registry, state, log).stop(str(params["team"]), str(params["name"]), user or "?")
+        daggers = Daggers(registry, state, log)
+        _member(registry, user, team, "dagger_stop", f"dagger:{team}/{name}")
+        once(registry, f"dagger:{team}/{name}", "dagger_stop", user, run_id)
+        record = daggers.stop(team, name, user or "?")
     return record.model_dump(mode="json")
 
 
-def failover(params: Mapping[str, Any], user: str | None, log: Log) -> dict[str, Any]:
+def failover(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | None = None) -> dict[str, Any]:
     """Move every dagger of a team cluster to another of the team's clusters (jobs/failover.py)."""
     team, cluster = str(params["team"]), str(params["cluster"])
     reason = str(params.get("reason") or f"requested by {user or '?'}")
     with platform() as (registry, state):
         daggers = Daggers(registry, state, log)
+        _member(registry, user, team, "dagger_failover", f"cluster:{team}/{cluster}")
+        once(registry, f"cluster:{team}/{cluster}", "dagger_failover", user, run_id)
         report = fail_over(
             daggers, Clusters(registry, state, log), team, cluster, user or "?", reason, params.get("to")
         )

@@ -1,15 +1,17 @@
 """Airflow glue for the dagger lifecycle: the deploy and update tasks submit, then defer to a trigger that waits for
 the query's first progress, so no worker slot is held while a driver starts (the Spark provider has no such thing).
 
-The operators take a Request the DAG's first task made (jobs/form.py) and the triggering user; what they do is
-jobs/lifecycle.py's. The trigger polls `lifecycle.verdict` in a thread of the triggerer.
+The operators rebuild their request from the run's params and triggering user and check it again (jobs/requests.py):
+nothing another task hands them (XCom, which other users can change) decides what they do, and a run carries out its
+request once. What they do is jobs/lifecycle.py's. The trigger polls `lifecycle.verdict` in a thread of the
+triggerer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -51,18 +53,19 @@ class DaggerStartedTrigger(BaseTrigger):
 class _LifecycleOperator(BaseOperator):
     """Submit (deploy or update), defer until the first progress, then record the outcome in the registry."""
 
-    template_fields = ("request",)
-
-    def __init__(self, *, request: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.request = request  # the first task's XCom: {"spec": ..., "cluster": ..., "reset_state": ...}
-
-    def _submit(self, user: str, log: Callable[[str], None]) -> Deployment:
+    def _submit(self, params: dict[str, Any], user: str | None, run_id: str) -> Deployment:
         raise NotImplementedError
 
     def execute(self, context: Any) -> None:
-        user = str(getattr(context["dag_run"], "triggering_user_name", None) or "?")
-        deployment = self._submit(user, self.log.info)
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from odin.registry import Refused
+
+        run = context["dag_run"]
+        try:
+            deployment = self._submit(dict(context["params"]), run.triggering_user_name, run.run_id)
+        except Refused as e:
+            raise AirflowFailException(f"refused: {e}") from None
         self.log.info("submitted %s; waiting for the query's first progress", deployment.submission_id)
         self.defer(
             trigger=DaggerStartedTrigger(deployment.to_dict()),
@@ -86,14 +89,14 @@ class _LifecycleOperator(BaseOperator):
 
 
 class DeployDaggerOperator(_LifecycleOperator):
-    def _submit(self, user: str, log: Callable[[str], None]) -> Deployment:
+    def _submit(self, params: dict[str, Any], user: str | None, run_id: str) -> Deployment:
         from jobs import requests
 
-        return requests.submit(self.request, user, log)
+        return requests.submit(params, user, self.log.info, run_id)
 
 
 class UpdateDaggerOperator(_LifecycleOperator):
-    def _submit(self, user: str, log: Callable[[str], None]) -> Deployment:
+    def _submit(self, params: dict[str, Any], user: str | None, run_id: str) -> Deployment:
         from jobs import requests
 
-        return requests.redeploy(self.request, user, log)
+        return requests.redeploy(params, user, self.log.info, run_id)

@@ -227,7 +227,7 @@ def test_bad_deploy_params_fail_before_anything_is_touched(
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")
     env = airflow_home(tmp_path, team_cluster.state_dir)
-    conf = _form(team, "m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
+    conf = _form(team, f"{team}_m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
     run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], env)
     out = run.stdout + run.stderr
     assert run.returncode != 0 and says in out, out[-3000:]

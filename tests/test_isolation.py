@@ -5,18 +5,21 @@ before anything is touched, names the field and what is allowed, and is in the r
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from sqlalchemy import make_url
 
 from jobs.checkpoint import Identity, differences
-from jobs.lifecycle import Daggers
+from jobs.lifecycle import Daggers, Deployment
 from jobs.spec import parse_spec
 from odin.actor import login
 from odin.paths import BIN_DIR
@@ -221,3 +224,49 @@ def test_the_clis_act_as_the_login_and_only_platform_engineers_administer(team_c
     assert {("team_add", "refused"), ("cluster_destroy", "refused"), ("dagger_stop", "refused")} <= {
         (a, o) for _, a, o in refusals
     }
+
+
+def test_two_deploys_of_one_dagger_at_once_leave_one_running_and_the_spec_off_the_command_line(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    """Both pass their checks; the per-dagger lock lets one submit, the other is refused. The driver gets its spec
+    as a file of the dagger's own (`ps` shows every command line), and its UI has no kill links."""
+    registry, team, state = team_cluster.registry, team_cluster.team, team_cluster.state_dir
+    name = f"twice-{uuid.uuid4().hex[:6]}"
+    spec = parse_spec(_spec(team, f"{team}_twice", services) | {"name": name})
+    plans = [Daggers(registry, state).check(spec, team_cluster.cluster, team_cluster.member) for _ in range(2)]
+    start = threading.Barrier(2)
+    outcomes: list[Any] = [None, None]
+
+    def submit(i: int) -> None:
+        daggers = Daggers(registry, state)
+        start.wait(30)
+        try:
+            outcomes[i] = daggers.submit(plans[i], team_cluster.cluster, team_cluster.member)
+        except Refused as e:
+            outcomes[i] = e
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    daggers = Daggers(registry, state)
+    [deployment] = [o for o in outcomes if isinstance(o, Deployment)]
+    [refused] = [o for o in outcomes if isinstance(o, Refused)]
+    try:
+        assert re.search(rf"dagger:{team}/{name} is being changed by another request|is deploying", str(refused))
+        record = registry.dagger(team, name)
+        assert record is not None and record.submission_id == deployment.submission_id
+        assert daggers.wait_started(deployment).ok
+        lines = [p.info["cmdline"] or [] for p in psutil.process_iter(["cmdline"])]
+        driver = [line for line in lines if deployment.run in line]
+        assert driver and all(spec.sql not in " ".join(line) and "--spec" not in line for line in driver)
+        assert any("--spec-file" in line for line in driver)
+        assert any("-Dspark.ui.killEnabled=false" in line for line in driver)  # the driver's JVM
+        spec_file = Path(driver[0][driver[0].index("--spec-file") + 1])
+        assert spec_file.is_relative_to(state / "daggers" / team / name) and spec_file.stat().st_mode & 0o077 == 0
+    finally:
+        daggers.stop(team, name, team_cluster.member)
+    submits = [e.outcome for e in registry.history(f"dagger:{team}/{name}") if e.action == "dagger_submit"]
+    assert sorted(submits) == ["ok", "refused"]

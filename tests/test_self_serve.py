@@ -8,12 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs.generator import booking_logs
 from jobs.lifecycle import Daggers
-from odin.airflow_api import AirflowApi, AirflowApiError
+from odin.airflow_api import AirflowApi, AirflowApiError, access_token
 from odin.endpoints import Endpoints
 from odin.paths import REPO
 from odin.spec import Service
@@ -137,3 +138,40 @@ def test_a_person_deploys_a_dagger_with_the_trigger_form(
         assert (ARTIFACTS / "dagger-deploy-run.png").stat().st_size > 10_000
     finally:
         Daggers(registry, team_cluster.state_dir).stop(team, "surge-ui", "alice")
+
+
+def _as(airflow: Airflow, user: str) -> httpx.Client:
+    token = access_token(airflow.url, user, airflow.endpoints.airflow_password(user))
+    return httpx.Client(base_url=f"{airflow.url}/api/v2", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def test_teams_cannot_change_runs_or_pause_the_platforms_dags(airflow: Airflow, team_cluster: TeamCluster) -> None:
+    """A team's user triggers and reads runs; changing one (its XCom, clearing or re-marking its tasks) would re-run
+    another user's request as that user, and pausing a health DAG would switch off every team's healing."""
+    alice = airflow.api("alice")
+    alice.wait_for_dag("dagger_stop")
+    alice.unpause("dagger_stop")
+    run_id = alice.trigger("dagger_stop", {"team": team_cluster.team, "name": "nothing-to-stop"})
+    assert alice.wait("dagger_stop", run_id, timeout=300).state == "failed"  # no such dagger
+    with _as(airflow, "bob") as bob:
+        assert bob.patch("/dags/dagger_health", json={"is_paused": True}).status_code == 403
+        assert bob.patch("/dags/platform_health", json={"is_paused": True}).status_code == 403
+        cleared = bob.post("/dags/dagger_stop/clearTaskInstances", json={"dry_run": False, "dag_run_id": run_id})
+        assert cleared.status_code == 403
+        xcom = f"/dags/dagger_stop/dagRuns/{run_id}/taskInstances/stop/xcomEntries/return_value"
+        assert bob.patch(xcom, json={"value": {"team": "x"}}).status_code == 403
+        assert bob.get(f"/dags/dagger_stop/dagRuns/{run_id}").status_code == 200  # reading stays every user's
+
+    # A re-run of a destructive request is refused, whoever clears it (here a platform engineer may).
+    with _as(airflow, "admin") as admin:
+        body = {"dry_run": False, "dag_run_id": run_id, "task_ids": ["stop"], "only_failed": False}
+        assert admin.post("/dags/dagger_stop/clearTaskInstances", json=body).status_code == 200
+    rerun = alice.wait("dagger_stop", run_id, timeout=300)
+    assert rerun.state == "failed"
+    assert "a re-run is refused: trigger a new run to ask again" in alice.log("dagger_stop", run_id, "stop", 2)
+    entries = team_cluster.registry.history(f"dagger:{team_cluster.team}/nothing-to-stop")
+    assert [(e.action, e.outcome) for e in reversed(entries)] == [
+        ("airflow_request", "ok"),
+        ("dagger_stop", "refused"),  # no such dagger
+        ("dagger_stop", "refused"),  # the re-run
+    ]

@@ -16,6 +16,7 @@ from odin.access import require_platform_engineer
 from odin.cluster.lifecycle import Clusters, Relocate
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
+from odin.redaction import redacted
 from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
 from odin.stack import Stack
@@ -51,7 +52,7 @@ def _checked(registry: Registry, params: Mapping[str, Any], user: str | None, ac
         spec = cluster_spec(params)
         require_platform_engineer(registry, user)
     except Refused as e:
-        registry.record(user or "?", action, subject, "refused", str(e), {"params": dict(params)})
+        registry.record(user or "?", action, subject, "refused", str(e), {"params": redacted(dict(params))})
         raise
     return spec
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Table, create_engine, func, insert, select, update
+from sqlalchemy import Engine, Table, create_engine, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import OperationalError
 
@@ -128,6 +128,22 @@ class Registry:
             self.record(actor, action, subject, "failed", f"{type(e).__name__}: {e}", info)
             raise
         self.record(actor, action, subject, "ok", "", info)
+
+    @contextmanager
+    def exclusive(self, subject: str) -> Iterator[None]:
+        """Hold `subject` (e.g. `dagger:pricing/surge`) for one request: a PostgreSQL advisory lock, so requests of
+        every process (Airflow's tasks, CLIs, health) on one subject are serialised; a second one is refused at
+        once rather than queued behind a deploy that may take minutes."""
+        with self.engine.connect() as conn:
+            key = {"k": subject}
+            if not conn.execute(text("SELECT pg_try_advisory_lock(hashtextextended(:k, 0))"), key).scalar():
+                raise Refused(f"{subject} is being changed by another request (deploy, update, stop or failover); "
+                              "try again once it has ended")  # fmt: skip
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:k, 0))"), key)
+                conn.commit()
 
     def history(self, subject: str | None = None, limit: int = 100) -> list[HistoryEntry]:
         """Newest first."""

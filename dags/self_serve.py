@@ -31,7 +31,8 @@ FORM = tuple(FIELDS)  # the form's fields, in its order
 
 
 def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
-    """Call jobs.requests with the run's params and user; refusals fail the run without retries."""
+    """Call jobs.requests with the run's params and triggering user (never anything another task handed over);
+    refusals fail the run without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from odin.registry import Refused
@@ -61,13 +62,12 @@ def dagger_deploy() -> None:
         return _run(requests.check)
 
     @task
-    def preview(request: dict[str, Any]) -> int:
+    def preview() -> int:
         from jobs import requests
 
-        return requests.preview(request, log.info)
+        return _run(requests.preview)
 
-    request = check()
-    preview(request) >> DeployDaggerOperator(task_id="deploy", request=request)
+    check() >> preview() >> DeployDaggerOperator(task_id="deploy")
 
 
 @dag(
@@ -96,13 +96,12 @@ def dagger_update() -> None:
         return _run(requests.check, update=True)
 
     @task
-    def preview(request: dict[str, Any]) -> int:
+    def preview() -> int:
         from jobs import requests
 
-        return requests.preview(request, log.info)
+        return _run(requests.preview, update=True)
 
-    request = check()
-    preview(request) >> UpdateDaggerOperator(task_id="update", request=request)
+    check() >> preview() >> UpdateDaggerOperator(task_id="update")
 
 
 @dag(
@@ -119,7 +118,7 @@ def dagger_stop() -> None:
     def stop() -> dict[str, Any]:
         from jobs import requests
 
-        return _run(requests.stop)
+        return _run(requests.stop, run_id=get_current_context()["dag_run"].run_id)
 
     stop()
 
@@ -145,7 +144,7 @@ def dagger_failover() -> None:
     def failover() -> dict[str, Any]:
         from jobs import requests
 
-        return _run(requests.failover)
+        return _run(requests.failover, run_id=get_current_context()["dag_run"].run_id)
 
     failover()
 
