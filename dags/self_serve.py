@@ -155,15 +155,16 @@ def dagger_failover() -> None:
     start_date=datetime(2026, 1, 1),
     catchup=False,
     tags=TAGS,
-    doc_md="Daggers with their cluster, state, since when, input rate and lag (a table in the task log).",
-    params={"team": Param(None, type=["null", "string"], description="Only this team's (default: all).")},
+    doc_md="Daggers with their cluster, state, since when, input rate and lag (a table in the task log): the "
+    "triggering user's teams' (a platform engineer's: every team's).",
+    params={"team": Param(None, type=["null", "string"], description="Only this team's (default: all yours).")},
 )
 def dagger_list() -> None:
     @task
     def listing() -> list[dict[str, Any]]:
         from jobs import requests
 
-        return requests.listing(dict(get_current_context()["params"]), log.info)
+        return _run(requests.listing)
 
     listing()
 

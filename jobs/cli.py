@@ -429,11 +429,14 @@ def list_daggers(
     team: Annotated[str | None, typer.Option("--team", help="Only this team's.")] = None,
     state_dir: StateOpt = None,
 ) -> None:
-    """Deployed daggers: cluster, state, since, input rate, lag, schema versions."""
+    """Your teams' deployed daggers (a platform engineer's: every team's): cluster, state, since, input rate, lag,
+    schema versions."""
     from jobs.requests import daggers_table
+    from odin.access import visible_teams
 
     with _daggers(state_dir) as daggers:
-        console.print(daggers_table(daggers.list(team)))
+        teams = visible_teams(daggers.registry, _actor(daggers, "", "dagger_list"), team)
+        console.print(daggers_table(daggers.list(teams)))
 
 
 @app.command()
@@ -447,9 +450,14 @@ def status(
     """Health of team clusters and daggers now: verdict, reasons, driver, progress age, lag, rates, restarts."""
     from jobs.healing import Checkup
     from jobs.requests import health_tables
+    from odin.access import require_platform_engineer, visible_teams
 
     with _daggers(state_dir) as daggers:
-        checkup = Checkup(daggers.registry, daggers.state_dir, say=daggers.say, teams=[team] if team else None)
+        me = _actor(daggers, "", "dagger_status")
+        if heal:  # restarts and moves every team's daggers: the health DAG's job, or a platform engineer's
+            require_platform_engineer(daggers.registry, me)
+        teams = visible_teams(daggers.registry, me, team)
+        checkup = Checkup(daggers.registry, daggers.state_dir, say=daggers.say, teams=teams)
         report = checkup.run(heal=heal, record=heal)
     for table in health_tables(report):
         console.print(table)

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -437,9 +437,13 @@ class Daggers:
 
     # -- list ---------------------------------------------------------------------------------------------------
 
-    def list(self, team: str | None = None) -> list[DaggerRow]:
+    def list(self, teams: Iterable[str] | None = None) -> list[DaggerRow]:
+        """The daggers of `teams` (None: every team's)."""
+        records = (
+            self.registry.daggers() if teams is None else [d for t in teams for d in self.registry.daggers(team=t)]
+        )
         rows = []
-        for d in self.registry.daggers(team=team):
+        for d in records:
             status = read_status(status_path(Path(d.checkpoint))) if d.state == "running" else None
             rows.append(
                 DaggerRow(

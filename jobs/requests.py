@@ -19,7 +19,7 @@ from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
 from jobs.plan import DaggerPlan
 from jobs.spec import SpecError
-from odin.access import require_member
+from odin.access import require_member, visible_teams
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import platform
 from odin.endpoints import Endpoints
@@ -176,9 +176,13 @@ def failover_summary(report: FailoverReport) -> str:
     return text + "".join(f"\n{name}: did not move: {why}" for name, why in report.failed.items())
 
 
-def listing(params: Mapping[str, Any], log: Log, state_dir: Path | None = None) -> list[dict[str, Any]]:
+def listing(
+    params: Mapping[str, Any], user: str | None, log: Log, state_dir: Path | None = None
+) -> list[dict[str, Any]]:
+    """The daggers the triggering user may see: their teams' (a platform engineer's: all, or `team`'s)."""
     with platform(state_dir=state_dir) as (registry, state):
-        rows = Daggers(registry, state, log).list(params.get("team") or None)
+        teams = visible_teams(registry, user, params.get("team") or None)
+        rows = Daggers(registry, state, log).list(teams)
     log("\n" + render(daggers_table(rows)))
     return [
         {

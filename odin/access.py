@@ -27,3 +27,14 @@ def require_member(registry: Registry, user: str | None, team: str) -> str:
     if team not in registry.teams_of(user) and user not in registry.members(PLATFORM_TEAM):
         raise Refused(f"{user} is not a member of team {team}: only its members may act on its clusters and daggers")
     return user
+
+
+def visible_teams(registry: Registry, user: str | None, team: str | None = None) -> list[str] | None:
+    """The teams whose daggers, SQL and history `user` may see: `team` if a member (or a platform engineer), else
+    all of theirs; None: every team (platform engineers)."""
+    if team:
+        require_member(registry, user, team)
+        return [team]
+    if user and user in registry.members(PLATFORM_TEAM):
+        return None
+    return sorted(registry.teams_of(user)) if user else []

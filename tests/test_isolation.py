@@ -24,6 +24,7 @@ from jobs.spec import parse_spec
 from odin.actor import login
 from odin.paths import BIN_DIR
 from odin.registry import Refused
+from odin.registry.records import DaggerRecord
 from tests.conftest import Services, TeamCluster
 from tests.test_lifecycle import CATALOG, _spec
 
@@ -270,3 +271,21 @@ def test_two_deploys_of_one_dagger_at_once_leave_one_running_and_the_spec_off_th
         daggers.stop(team, name, team_cluster.member)
     submits = [e.outcome for e in registry.history(f"dagger:{team}/{name}") if e.action == "dagger_submit"]
     assert sorted(submits) == ["ok", "refused"]
+
+
+def test_a_team_sees_its_own_daggers_only(team_cluster: TeamCluster) -> None:
+    registry, state = team_cluster.registry, str(team_cluster.state_dir)
+    mine, theirs = f"m{uuid.uuid4().hex[:8]}", f"o{uuid.uuid4().hex[:8]}"
+    for team in (mine, theirs):
+        registry.ensure_team(team)
+        registry.put_dagger(
+            DaggerRecord(team=team, name="surge", spec={"sql": f"SELECT secret_of_{team}"}, spec_version=1,
+                         checkpoint=f"/nonexistent/{team}", state="stopped")
+        )  # fmt: skip
+    registry.add_member(mine, login())
+    listed = _cli("dagger", "list", "--state-dir", state)
+    assert listed.returncode == 0 and mine in listed.stdout and theirs not in listed.stdout, listed.stdout
+    refused = _cli("dagger", "list", "--team", theirs, "--state-dir", state)
+    assert refused.returncode == 1 and f"{login()} is not a member of team {theirs}" in refused.stderr
+    healing = _cli("dagger", "status", "--heal", "--state-dir", state)
+    assert healing.returncode == 1 and f"{login()} is not a platform engineer" in healing.stderr
