@@ -35,7 +35,7 @@ from odin.registry import Registry
 from odin.registry.records import AlertRecord
 from odin.spec import Service
 from tests.conftest import Services, TeamCluster
-from tests.test_dagger import new_topic, surge_spec, surge_truth
+from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
 RULES = sorted((REPO / "odin" / "alerting" / "rules").glob("*.yml"))
@@ -173,12 +173,13 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
     assert alerting.stack is not None
     alerting.stack.sync_alert_routes()  # the session's team may predate the alerting stack
     daggers = Daggers(registry, team_cluster.state_dir)
-    topic, measurement = new_topic(alerting), f"surge_stall_{uuid.uuid4().hex[:6]}"
+    topic, measurement = new_topic(alerting), f"{team}_surge_stall_{uuid.uuid4().hex[:6]}"
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     events = list(booking_logs(800, seed=61, start=start, rate=10))
     produce(alerting.kafka_bootstrap, topic, iter([*events, *closing_markers(start + timedelta(minutes=5))]))
     sink = {"type": "influx", "version": 2, "url": alerting.victoria_metrics_url, "measurement": measurement}
-    fields = surge_spec(alerting, topic, sink) | {"team": team, "name": "stall", "parallelism": 1}
+    fields = deployable(surge_spec(alerting, topic, sink), catalog_stream(alerting, registry, topic))
+    fields |= {"team": team, "name": "stall", "parallelism": 1}
     deployed = daggers.deploy(parse_spec(fields), team_cluster.cluster, team_cluster.member)
     assert deployed.submission_id is not None
     assert sink_reaches(measurement, alerting, surge_truth(events)) == surge_truth(events)

@@ -30,7 +30,7 @@ from odin.registry.records import DaggerRecord
 from odin.terraform import Terraform
 from tests.conftest import Services
 from tests.loki_runs import assert_accounted, assert_exact, simulate
-from tests.test_dagger import new_topic, surge_spec, surge_truth
+from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
 
@@ -124,14 +124,15 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
     spec = ClusterSpec(team=team, name="ha", masters=2, workers=1, worker_cores=5, worker_memory="5g")
     record = clusters.create(spec, "alice").record
     daggers = Daggers(registry, clusters.state_dir)
-    topic, measurement = new_topic(services), f"surge_ha_{uuid.uuid4().hex[:6]}"
+    topic, measurement = new_topic(services), f"{team}_surge_ha_{uuid.uuid4().hex[:6]}"
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     first = list(booking_logs(1_500, seed=41, start=start, rate=10))
     produce(
         services.kafka_bootstrap, topic, iter([*first, *closing_markers(start + timedelta(minutes=5))]), partitions=2
     )
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
-    fields = surge_spec(services, topic, sink) | {"team": team, "name": "surge-ha", "parallelism": 1}
+    fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
+    fields |= {"team": team, "name": "surge-ha", "parallelism": 1}
     try:
         assert record.addresses["recovery"] == "ZOOKEEPER"
         deployed = daggers.deploy(parse_spec(fields), "ha", "alice")
