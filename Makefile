@@ -83,6 +83,7 @@ demo: setup ## the seed's surge dagger end to end: Odin brings up Kafka + Victor
 bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.stack_up
 	$(PY) -m bench.udfs
+	$(PY) -m bench.sql_bounds
 	$(PY) -m bench.dagger_throughput
 	$(PY) -m bench.deploy_latency
 	$(PY) -m bench.loki_playbooks

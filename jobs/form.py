@@ -6,13 +6,14 @@ instead. Both go through DaggerSpec, and its errors are given back in the form's
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from jobs.spec import DaggerSpec, KafkaSettings, Sink, SpecError, StreamSpec, parse_spec
+from jobs.spec import DaggerSpec, KafkaSettings, Sink, SpecError, StreamSpec, check_size, parse_spec
 from odin.params import param_schemas
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def _spec_data(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def request_from_params(params: Mapping[str, Any]) -> Request:
     """The run's params as a Request; SpecError names every bad field, as the form calls it."""
+    check_size(len(json.dumps(dict(params), default=str)), "params")  # before anything reads them
     errors = []
     if not params.get("cluster"):
         errors.append("cluster: required (one of the team's clusters)")

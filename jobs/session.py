@@ -82,6 +82,9 @@ def spark_session(
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
+    # Last, so no `conf` turns it back on: Spark would replace ${env:NAME}, ${system:NAME} and ${spark.*} in SQL
+    # text with the host's values (a user's query could read the driver's environment into its sink).
+    builder = builder.config("spark.sql.variable.substitute", "false")
     spark = builder.getOrCreate()
     if log_file is not None:
         _quiet_accumulator_server(spark)

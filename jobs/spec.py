@@ -354,9 +354,20 @@ def parse_spec(data: dict[str, Any]) -> DaggerSpec:
         raise SpecError(format_errors(e)) from None
 
 
+MAX_SPEC_BYTES = 256 * 1024  # a spec is a page of YAML and a query; far past that is a mistake or an attack
+
+
+def check_size(size: int, what: str) -> None:
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(f"{what}: {size:,} bytes; a spec may have at most {MAX_SPEC_BYTES:,}")
+
+
 def read_mapping(path: Path, error: type[ValueError], what: str = "spec") -> dict[str, Any]:
-    """A YAML or JSON file holding a mapping; `error` says what is wrong with it (missing, not YAML, no mapping)."""
+    """A YAML or JSON file holding a mapping; `error` says what is wrong with it (missing, too big, not YAML, no
+    mapping)."""
     try:
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise error(f"{path}: {path.stat().st_size:,} bytes; a {what} may have at most {MAX_SPEC_BYTES:,}")
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None

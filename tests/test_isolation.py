@@ -16,11 +16,13 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 from sqlalchemy import make_url
 
 from jobs.checkpoint import Identity, differences
+from jobs.form import request_from_params
 from jobs.lifecycle import Daggers, Deployment
-from jobs.spec import parse_spec
+from jobs.spec import MAX_SPEC_BYTES, SpecError, load_spec, parse_spec
 from odin.actor import login
 from odin.paths import BIN_DIR
 from odin.registry import Refused
@@ -289,3 +291,13 @@ def test_a_team_sees_its_own_daggers_only(team_cluster: TeamCluster) -> None:
     assert refused.returncode == 1 and f"{login()} is not a member of team {theirs}" in refused.stderr
     healing = _cli("dagger", "status", "--heal", "--state-dir", state)
     assert healing.returncode == 1 and f"{login()} is not a platform engineer" in healing.stderr
+
+
+def test_oversized_requests_are_refused_before_they_are_read(tmp_path: Path) -> None:
+    huge = {"team": "pricing", "name": "surge", "cluster": "main", "sql": "SELECT 1 -- " + "x" * MAX_SPEC_BYTES}
+    with pytest.raises(SpecError, match=r"^params: [\d,]+ bytes; a spec may have at most 262,144$"):
+        request_from_params(huge)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(huge))
+    with pytest.raises(SpecError, match=r"spec\.yaml: [\d,]+ bytes; a spec may have at most 262,144$"):
+        load_spec(path)

@@ -6,6 +6,10 @@ whole process group can be stopped at once), records ``<pid> <start-time> <spec-
 (the start time guards against a recycled PID) and is idempotent: a live process started from the same
 command line, environment and configuration files is left alone (changed=false); one started from
 other ones is restarted. That is how a changed template restarts its service: no handler is needed.
+
+A process gets a minimal environment, never the one Ansible runs in (that of whoever ran `odin up`, with whatever
+tokens or cloud keys their shell holds): PATH, a HOME of its own, LANG, USER/LOGNAME, the variables named in
+``inherit`` that the caller has (settings the stack passes on purpose, e.g. JDK_JAVA_OPTIONS), then ``env``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -28,7 +33,9 @@ options:
   pidfile: {description: Pid file path, type: path, required: true}
   logfile: {description: File receiving stdout and stderr (appended), type: path}
   chdir: {description: Working directory, type: path}
-  env: {description: Extra environment variables, type: dict, default: {}}
+  env: {description: Environment variables of the process, over the minimal one, type: dict, default: {}}
+  home: {description: The process's HOME (created if missing, owned by its user), type: path}
+  inherit: {description: Variables passed on from Ansible's environment if set, type: list, elements: str, default: []}
   config_files: {description: Files whose content is part of the process spec, type: list, elements: path, default: []}
   user: {description: Run as this user (when Ansible runs as root), type: str}
   state: {description: Desired state, type: str, choices: [started, stopped, restarted], default: started}
@@ -72,8 +79,35 @@ def running(pidfile: str) -> tuple[int, str] | None:
     return (pid, spec) if _start_time(pid) == start else None
 
 
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def environment(p: dict) -> dict[str, str]:
+    """The process's whole environment: minimal and explicit, nothing else of Ansible's own."""
+    account = pwd.getpwnam(p["user"]) if p["user"] else pwd.getpwuid(os.getuid())
+    env = {
+        "PATH": SYSTEM_PATH,
+        "HOME": p["home"],
+        "LANG": "C.UTF-8",
+        "USER": account.pw_name,
+        "LOGNAME": account.pw_name,
+    }
+    env.update({name: os.environ[name] for name in p["inherit"] if name in os.environ})
+    env.update({k: str(v) for k, v in p["env"].items()})
+    return env
+
+
+def _make_home(p: dict) -> None:
+    os.makedirs(p["home"], mode=0o700, exist_ok=True)
+    if p["user"]:
+        account = pwd.getpwnam(p["user"])
+        os.chown(p["home"], account.pw_uid, account.pw_gid)
+
+
 def spec_hash(p: dict) -> str:
+    # Inherited values are left out: a converge run from another shell (or by Airflow's Odin) restarts nothing.
     spec = [p["argv"], sorted((k, str(v)) for k, v in p["env"].items()), p["chdir"], p["user"]]
+    spec += [p["home"], sorted(p["inherit"])]
     h = hashlib.sha256(json.dumps(spec).encode())
     for path in p["config_files"]:
         with open(path, "rb") as f:
@@ -116,8 +150,8 @@ def _tail(path: str | None, lines: int = 25) -> str:
 
 def start(module: AnsibleModule) -> int:
     p = module.params
-    env = dict(os.environ)
-    env.update({k: str(v) for k, v in p["env"].items()})
+    env = environment(p)
+    _make_home(p)
     log = open(p["logfile"], "ab") if p["logfile"] else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     try:
         proc = subprocess.Popen(
@@ -160,13 +194,15 @@ def main() -> None:
             logfile=dict(type="path"),
             chdir=dict(type="path"),
             env=dict(type="dict", default={}),
+            home=dict(type="path"),
+            inherit=dict(type="list", elements="str", default=[]),
             config_files=dict(type="list", elements="path", default=[]),
             user=dict(type="str"),
             state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
             stop_timeout=dict(type="float", default=20.0),
             start_grace=dict(type="float", default=1.0),
         ),
-        required_if=[("state", "started", ["argv"]), ("state", "restarted", ["argv"])],
+        required_if=[("state", "started", ["argv", "home"]), ("state", "restarted", ["argv", "home"])],
         supports_check_mode=True,
     )
     p = module.params

@@ -10,6 +10,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from jobs.sql import guard
 from jobs.sql.errors import SqlError
 
 DIALECT = Spark()
@@ -91,10 +92,13 @@ def parse_query(sql: str, udfs: Iterable[str] = ()) -> exp.Query:
     SPLIT node and could print it under another name."""
     if not sql or not sql.strip():
         raise SqlError("the SQL is empty; write one SELECT over the declared streams")
+    guard.check_text(sql)
     try:
-        tokens = _fix_tokens(DIALECT.tokenize(sql))
+        tokens = DIALECT.tokenize(sql)
     except TokenError as e:
         raise SqlError(f"SQL does not parse: {e} (check quotes and backticks are closed)") from None
+    guard.check_tokens(tokens)  # before the parser, which recurses per level
+    tokens = _fix_tokens(tokens)
     try:
         parser = DIALECT.parser()
         shadowed = {name.upper() for name in udfs}

@@ -63,6 +63,20 @@ def translate(
     to fix it. Dagger constructs (TUMBLE/HOP/SESSION, DistinctCount, PercentileAggregator) are always translated,
     even if a UDF of that name is registered, so they stay exact and streaming-safe. `shadowed` maps UDF names that
     a Spark built-in hides to the qualified name that reaches the UDF (`Split` -> `session.Split`)."""
+    try:
+        return _translate(sql, tables, functions, shadowed)
+    except RecursionError:  # within jobs/sql/guard.py's bounds, yet too deep for this caller's stack
+        raise SqlError(
+            "the SQL nests too deeply to validate here; flatten it, e.g. move inner parts into a WITH query"
+        ) from None
+
+
+def _translate(
+    sql: str,
+    tables: Mapping[str, StructType],
+    functions: Iterable[str],
+    shadowed: Mapping[str, str] | None,
+) -> Query:
     udfs = {name.lower(): name for name in functions}
     catalog = Catalog(tables)
     root = parse_query(sql, udfs.values())
