@@ -29,6 +29,8 @@ from rich.table import Table
 from loki.playbook import STANDARD_DIR, Playbook, load, standard_names
 from loki.report import RECOVERY_TARGET_S
 from loki.runner import run_playbook
+from odin.access import PLATFORM_TEAM
+from odin.actor import login
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
@@ -100,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
             registry.ensure_team(TEAM)
             registry.add_member(TEAM, MEMBER)
+            # the bench runs broker and host faults, which are a platform engineer's (loki/access.py)
+            registry.ensure_team(PLATFORM_TEAM)
+            registry.add_member(PLATFORM_TEAM, login())
             clusters = Clusters(registry, state)
             books = {n: load(STANDARD_DIR / f"{n}.yaml") for n in names}
             for spec in team_clusters(args.workers, args.worker_cores):
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 _empty_perf_topics(registry, book)
                 started = time.monotonic()
                 with console.status(f"loki simulate {name}") as status:
-                    report, html = run_playbook(book, state, MEMBER, reports, lambda m, s=status: s.update(m))
+                    report, html = run_playbook(book, state, login(), reports, lambda m, s=status: s.update(m))
                 results[name] = _figures(report) | {"wall_s": time.monotonic() - started, "report": str(html)}
                 console.print(f"{name}: {results[name]['verdict']} ({html})")
                 if report["state"] == "halted":  # `loki halt` or Ctrl-C: the bench stops too

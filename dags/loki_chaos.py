@@ -3,8 +3,13 @@ inline, aimed at a target. Validated and planned first (a playbook touching anyt
 or load on a non-perf topic, is refused before anything is touched); the run journals every step in the
 simulation store, and its report (JSON + HTML with plots) lands in the reports location, recorded with the run.
 
+Who may run what (loki/access.py): the run's triggering user, never a param. Platform engineers run any playbook;
+a team's members run against one of that team's perf clusters (perf, perf-*, *-perf), with the blast radius the
+platform fixes (the playbook's is replaced). Refusals fail the run with the reason in the task log and the
+registry's history, before anything is touched.
+
 Unscheduled by default; set LOKI_CHAOS_SCHEDULE (a cron expression) where this DAG is parsed to run it regularly
-(the params' defaults then apply).
+(the params' defaults then apply), and LOKI_CHAOS_SCHEDULE_USER to the user scheduled runs act as.
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ STANDARD = standard_names()
         "environment": Param("local", type="string", description="Target Odin environment."),
         "team": Param("", type="string", description="Target team (empty: the playbook's)."),
         "cluster": Param("", type="string", description="Target cluster (empty: the playbook's)."),
-        "rate_scale": Param(1.0, type="number", minimum=0.001, description="Multiply every feeder rate."),
-        "time_scale": Param(1.0, type="number", minimum=0.01, description="Multiply every duration and start."),
+        "rate_scale": Param(1.0, type="number", minimum=0.001, maximum=10, description="Multiply every feeder rate."),
+        "time_scale": Param(
+            1.0, type="number", minimum=0.01, maximum=10, description="Multiply every duration and start."
+        ),
         "settle": Param(
             "",
             type="string",
@@ -54,15 +61,29 @@ def loki_chaos() -> None:
 
         from loki.playbook import PlaybookError
         from loki.runner import PlanRefused, playbook_from_params, run_playbook
+        from odin.registry import Refused
 
         context = get_current_context()
-        user = getattr(context["dag_run"], "triggering_user_name", None) or "airflow"
+        run = context["dag_run"]
+        # The actor is the run's triggering user (Airflow's login), never a param. A scheduled run has none: it acts
+        # as LOKI_CHAOS_SCHEDULE_USER, set beside LOKI_CHAOS_SCHEDULE by whoever runs the scheduler (and checked).
+        user = getattr(run, "triggering_user_name", None)
+        if not user and str(getattr(run, "run_type", "")).endswith("scheduled"):
+            user = os.environ.get("LOKI_CHAOS_SCHEDULE_USER")
+
+        def actor(_registry: Any) -> str:
+            if not user:
+                raise Refused("no triggering user: a Loki run is triggered by a person or an API user")
+            return str(user)
+
         try:
             book = playbook_from_params(dict(context["params"]), STANDARD_DIR)
-            report, html_path = run_playbook(book, None, user, None, log.info)
-        except (PlaybookError, PlanRefused) as e:
+            report, html_path = run_playbook(book, None, actor, None, log.info)
+        except (PlaybookError, PlanRefused, Refused) as e:
             raise AirflowFailException(f"refused:\n{e}") from None
         log.info("report: %s; verdict %s, score %s", html_path, report["verdict"], report["score"])
+        if report["state"] != "finished":  # halted (loki halt, a safeguard) or failed: as `loki simulate` exits 1
+            raise AirflowFailException(f"{report['state']}: {report['reason']}")
         if report["verdict"] != "pass":
             raise AirflowFailException(f"verdict {report['verdict']}: {[c for c in report['cases']]}")
         return {"run": report["run"], "verdict": report["verdict"], "score": report["score"], "report": str(html_path)}

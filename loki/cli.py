@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from loki import playbook as playbooks
+from loki.access import authorise
 from loki.plan import ExperimentPlan, plan, template_values
 from loki.resources import environment_nodes, inventory, registry_of
+from odin.actor import acting_user
+from odin.registry import Refused, Registry
 
 PLAYBOOKS_DIR = playbooks.STANDARD_DIR
 
@@ -24,6 +28,10 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 
+UserOpt = Annotated[
+    str | None,
+    typer.Option("--user", help="Act for this user (platform engineers only, recorded); default: your login."),
+]
 StateOpt = Annotated[Path | None, typer.Option("--state-dir", help="Odin's state directory (default: $ODIN_HOME).")]
 EnvOpt = Annotated[str | None, typer.Option("--env", help="Target environment (default: the playbook's).")]
 TeamOpt = Annotated[str | None, typer.Option("--team", help="Target team (default: the playbook's).")]
@@ -61,15 +69,26 @@ def _load(
         raise _fail(f"invalid playbook {name_or_path}:\n{e}") from None
 
 
-def make_plan(book: playbooks.Playbook, state_dir: Path | None, run_id: str = "plan") -> ExperimentPlan:
-    """The playbook resolved against its environment's resources (read only)."""
+def _actor_of(user: str | None) -> Callable[[Registry], str]:
+    """The OS login, or `--user` for a platform engineer (recorded as an impersonation): odin.actor."""
+    return lambda registry: acting_user(registry, user, action="loki_run")
+
+
+def make_plan(
+    book: playbooks.Playbook, state_dir: Path | None, user: str | None = None, run_id: str = "plan"
+) -> ExperimentPlan:
+    """The playbook resolved against its environment's resources (read only), as the acting user may run it (a
+    team member's with the platform's blast radius)."""
     nodes, state = environment_nodes(book.target.environment, state_dir)
     if not nodes:
         raise _fail(f"environment {book.target.environment!r} was never brought up: run `odin up`")
     registry = registry_of(nodes)
     try:
+        book = authorise(registry, _actor_of(user)(registry), book, action="loki_plan")
         found = inventory(book.target.environment, nodes, registry, state)
         return plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+    except Refused as e:
+        raise _fail(f"refused: {e}", 1) from None
     finally:
         registry.close()
 
@@ -88,10 +107,12 @@ def plan_command(
     team: TeamOpt = None,
     cluster: ClusterOpt = None,
     state_dir: StateOpt = None,
+    user: UserOpt = None,
 ) -> None:
     """Exactly what a run would touch, resolved against Odin's inventory and the registry; exit 1 if refused."""
     book = _load(playbook, env, team, cluster)
-    result = make_plan(book, state_dir)
+    result = make_plan(book, state_dir, user)
+    book = result.playbook
     table = Table(title=f"loki plan {book.name} (blast radius: {', '.join(book.blast_radius)})")
     for column in ("resource", "what", "by"):
         table.add_column(column)
@@ -178,15 +199,6 @@ def new(
     console.print(f"wrote {target}: edit it, then `loki validate {target}` and `loki plan {target}`")
 
 
-def _actor(user: str | None) -> str:
-    import getpass
-
-    return user or getpass.getuser()
-
-
-UserOpt = Annotated[str | None, typer.Option("--user", help="Who runs it (a member of the target team).")]
-
-
 @app.command()
 def simulate(
     playbook: PlaybookArg,
@@ -213,8 +225,8 @@ def simulate(
 
     book = _load(playbook, env, team, cluster, rate_scale, time_scale, settle)
     try:
-        report, html_path = run_playbook(book, state_dir, _actor(user), reports, console.log)
-    except PlanRefused as e:
+        report, html_path = run_playbook(book, state_dir, _actor_of(user), reports, console.log)
+    except (PlanRefused, Refused) as e:
         for line in str(e).splitlines():
             err.print(f"[bold red]refused:[/] {line}", highlight=False)
         raise typer.Exit(1) from None
@@ -243,15 +255,21 @@ def simulate(
 def feed(
     playbook: PlaybookArg,
     env: EnvOpt = None,
+    team: TeamOpt = None,
+    cluster: ClusterOpt = None,
+    user: UserOpt = None,
     state_dir: StateOpt = None,
     rate_scale: RateScale = 1.0,
     time_scale: TimeScale = 1.0,
 ) -> None:
     """Run a playbook's load alone (its feeders; no consumer, no fault), with what was acknowledged."""
-    from loki.runner import feed_only
+    from loki.runner import PlanRefused, feed_only
 
-    book = _load(playbook, env, None, None, rate_scale, time_scale)
-    counts = feed_only(book, state_dir, console)
+    book = _load(playbook, env, team, cluster, rate_scale, time_scale)
+    try:
+        counts = feed_only(book, state_dir, _actor_of(user), console)
+    except (PlanRefused, Refused) as e:
+        raise _fail(f"refused: {e}", 1) from None
     table = Table(title=f"loki feed {book.name}")
     for column in ("feeder", "sent", "acknowledged", "failed", "indeterminate", "malformed"):
         table.add_column(column)
@@ -261,12 +279,18 @@ def feed(
 
 
 @app.command()
-def halt(env: Annotated[str, typer.Option("--env")] = "local", state_dir: StateOpt = None) -> None:
-    """Stop every running experiment at once; each reverts its faults (a run whose process died has them reverted
-    from its journal here)."""
+def halt(
+    env: Annotated[str, typer.Option("--env")] = "local", state_dir: StateOpt = None, user: UserOpt = None
+) -> None:
+    """Stop every running experiment you may halt (a platform engineer: all; a team member: the team's) at once;
+    each reverts its faults (a run whose process died has them reverted from its journal here)."""
     from loki.runner import halt_all
 
-    for line in halt_all(env, state_dir):
+    try:
+        lines = halt_all(env, state_dir, _actor_of(user))
+    except Refused as e:
+        raise _fail(f"refused: {e}", 1) from None
+    for line in lines:
         console.print(line, highlight=False)
 
 

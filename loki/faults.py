@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from loki.playbook import Case
+from loki.procs import start_time
 from loki.resources import Resource
 
 Restore = Callable[[Resource], None]  # brings a killed node back (Odin converges it)
@@ -71,7 +74,8 @@ class Fault:
             pids = r.pids()
             if not pids:
                 raise FaultError(f"{r.name}: no live process to pause")
-            self.undo = {"paused": _signal(pids, signal.SIGSTOP, self.group), "group": self.group}
+            starts = {str(p): start_time(p) for p in pids}  # so a revert never continues a pid reused since
+            self.undo = {"paused": _signal(pids, signal.SIGSTOP, self.group), "group": self.group, "starts": starts}
         elif kind in ("cpu_pressure", "memory_pressure"):
             self.undo = {"stress_pgid": self._stress()}
         elif kind == "disk_full":
@@ -109,7 +113,11 @@ class Fault:
         if self.case.type == "cpu_pressure":
             args = ["--cpu", str(int(self.case.magnitude or 1))]
         else:
-            args = ["--vm", "1", "--vm-bytes", f"{int(self.case.magnitude or 64)}M", "--vm-keep"]
+            mib = int(self.case.magnitude or 64)
+            available = psutil.virtual_memory().available // 2**20
+            if mib > available // 2:  # the playbook's bound is static; the host keeps at least half of what is free
+                raise FaultError(f"memory_pressure: {mib} MiB is more than half of the {available} MiB available now")
+            args = ["--vm", "1", "--vm-bytes", f"{mib}M", "--vm-keep"]
         proc = subprocess.Popen(
             [binary, *args, "--timeout", f"{seconds}s", "--quiet"],
             start_new_session=True,  # its own group: revert kills every stressor it forked
@@ -133,7 +141,9 @@ class Fault:
 def revert(undo: dict[str, Any], link: Any = None) -> None:
     """Revert a fault from what its start returned (also from a journal: `loki halt` of a dead run)."""
     if "paused" in undo:
-        _signal(list(undo["paused"]), signal.SIGCONT, bool(undo.get("group", True)))
+        starts = undo.get("starts") or {}
+        same = [p for p in undo["paused"] if str(p) not in starts or start_time(int(p)) == starts[str(p)]]
+        _signal([int(p) for p in same], signal.SIGCONT, bool(undo.get("group", True)))
     if "stress_pgid" in undo:
         _signal([int(undo["stress_pgid"])], signal.SIGKILL, True)
     if "filler" in undo:

@@ -2,8 +2,10 @@
 may not run. Nothing is touched here; `loki simulate` runs only a plan without refusals.
 
 Refused: a fault target that matches nothing or anything outside `blast_radius`; load on a topic that is not a
-perf topic; a consumer reading a non-perf stream; a broker fault on a broker that also holds non-perf topics (a
-broker cannot be paused for one topic: everything it holds would suffer).
+perf topic; a consumer reading a non-perf stream or writing anywhere but its team's places (loki/confine.py); a
+broker fault on a broker that also holds non-perf topics (a broker cannot be paused for one topic: everything it
+holds would suffer), that serves a catalog data stream, or that does not answer (what it holds is unknown); with a
+target cluster, a driver or node of another cluster. Every check fails closed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.spec import DaggerSpec, SpecError, parse_spec, read_mapping
+from loki.confine import consumer_refusals
 from loki.playbook import NETWORK_FAULTS, PERF_SUFFIX, Consumer, Playbook
 from loki.resources import WORKER_OF, Resource, covered, matching
 from odin.endpoints import Endpoints, Node
@@ -24,6 +27,24 @@ BROKER_FAULTS = ("pause", "kill", "broker_loss")
 
 def is_perf_topic(topic: str) -> bool:
     return topic.endswith(PERF_SUFFIX) or topic.endswith(f"{PERF_SUFFIX}.dlq")
+
+
+def _addresses(servers: str) -> set[str]:
+    return {s.strip() for s in servers.split(",") if s.strip()}
+
+
+def _broker_refusal(r: Resource, fault: str, data_brokers: set[str]) -> str | None:
+    """Why a broker fault may not hit `r`, failing closed: a broker that did not answer may hold anything."""
+    if r.topics is None:
+        return f"{r.name} did not answer: what it holds is unknown, so a {fault} is refused (is it up?)"
+    if r.address is None or r.address in data_brokers:
+        return f"{r.name} serves catalog data streams; a {fault} would harm them: aim broker faults at the perf broker"
+    others = sorted(t for t in r.topics if not is_perf_topic(t))
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return (f"{r.name} also holds non-perf topics ({shown}); a {fault} would harm them: aim broker faults at the "
+                "perf cluster's broker")  # fmt: skip
+    return None
 
 
 @dataclass(frozen=True)
@@ -141,16 +162,7 @@ def plan(
             out.refusals.extend(f"load.consumers.{i}.spec: {line}" for line in str(e).splitlines())
             continue
         out.specs[c.name] = spec
-        for j, s in enumerate(spec.streams):
-            if s.stream is not None:
-                record = catalog.get(s.stream)
-                perf = record is not None and bool(record.perf_twin_of)
-                what = f"stream {s.stream!r}"
-            else:
-                perf = all(is_perf_topic(t) for t in s.topics)
-                what = f"topics {s.topics}"
-            if not perf:
-                out.refusals.append(f"load.consumers.{i}.spec.streams.{j}: {what} is not a perf stream")
+        out.refusals.extend(consumer_refusals(f"load.consumers.{i}.spec", spec, streams, values, playbook.target.team))
         if not covered(f"dagger/{c.name}", radius):
             out.refusals.append(f"load.consumers.{i}: dagger/{c.name} is outside blast_radius")
         else:
@@ -162,6 +174,13 @@ def plan(
             if not matching(f"spark/{team}/{cluster}/*", resources):
                 out.refusals.append(f"target.cluster: no running cluster {team}/{cluster} (odin cluster list)")
 
+    data_brokers = {
+        a
+        for s in streams
+        if not s.perf_twin_of
+        for a in _addresses(f"{s.bootstrap_servers},{s.failover_bootstrap_servers or ''}")
+    }
+    aimed = f"{playbook.target.team}/{playbook.target.cluster}" if playbook.target.cluster else None
     known = {r.name for r in resources}
     everything = resources + [r for r in _planned(playbook, out.specs) if r.name not in known]
     for i, case in enumerate(playbook.cases):
@@ -175,14 +194,13 @@ def plan(
                 out.refusals.append(f"cases.{i}.target: {r.name} is outside blast_radius")
                 continue
             if case.type in BROKER_FAULTS and r.kind == "broker":
-                others = sorted(t for t in r.topics if not is_perf_topic(t))
-                if others:
-                    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-                    out.refusals.append(
-                        f"cases.{i}.target: {r.name} also holds non-perf topics ({shown}); a {case.type} would "
-                        "harm them: aim broker faults at the perf cluster's broker"
-                    )
+                why = _broker_refusal(r, case.type, data_brokers)
+                if why:
+                    out.refusals.append(f"cases.{i}.target: {why}")
                     continue
+            if aimed is not None and r.cluster is not None and r.cluster != aimed:
+                out.refusals.append(f"cases.{i}.target: {r.name} runs on {r.cluster}, not the target cluster {aimed}")
+                continue
             if case.type in NETWORK_FAULTS and r.kind == "link":
                 consumer = r.name.removeprefix("link/")
                 if not covered(f"dagger/{consumer}", radius):

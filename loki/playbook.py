@@ -25,6 +25,27 @@ STANDARD_DIR = Path(__file__).resolve().parent / "playbooks"  # the standard pla
 STANDARD_CONSUMERS = STANDARD_DIR / "consumers"
 
 
+# What a run may do at most, whoever runs it: a fault ends, and the host keeps what it needs to stay up (a
+# memory_pressure of unbounded MiB took the whole machine). Errors name the field and these bounds.
+MAX_LOAD = timedelta(hours=1)  # a feeder's duration
+MAX_FAULT = timedelta(minutes=10)  # a case's duration
+MAX_SETTLE = timedelta(minutes=30)
+MAX_RUN = timedelta(hours=2)  # safeguards.max_duration (the loki_chaos task's execution timeout)
+MAGNITUDES: dict[str, tuple[float, float, str]] = {  # per fault type: lowest, highest, unit
+    "cpu_pressure": (1, 8, "CPU workers"),
+    "memory_pressure": (1, 2048, "MiB"),
+    "network_loss": (0.0001, 1, "drop probability"),
+    "latency": (1, 10_000, "milliseconds"),
+    "bandwidth": (1024, 10_000_000_000, "bytes per second"),
+}
+MAX_JITTER_MS = 10_000
+
+
+def _at_most(field: str, value: timedelta, limit: timedelta) -> None:
+    if value > limit:
+        raise ValueError(f"{field}: at most {limit.total_seconds():g}s, got {value.total_seconds():g}s")
+
+
 def standard_names() -> list[str]:
     return sorted(p.stem for p in STANDARD_DIR.glob("*.yaml"))
 
@@ -111,6 +132,7 @@ class Feeder(Model):
 
     @model_validator(mode="after")
     def _perf_only(self) -> Feeder:
+        _at_most("duration", self.duration, MAX_LOAD)
         if not self.stream.endswith(PERF_SUFFIX):
             raise ValueError(f"stream: {self.stream!r} is not a perf stream; Loki loads only `*{PERF_SUFFIX}` twins")
         if isinstance(self.rate, Spike) and self.rate.at + self.rate.length > self.duration:
@@ -191,6 +213,13 @@ class SteadyState(Model):
         timedelta(seconds=120), description="After the last fault, how long the steady state has to come back."
     )
 
+    @model_validator(mode="after")
+    def _bounded(self) -> SteadyState:
+        if not timedelta(seconds=1) <= self.interval <= timedelta(minutes=1):
+            raise ValueError(f"interval: from 1s to 60s, got {self.interval.total_seconds():g}s")
+        _at_most("settle", self.settle, MAX_SETTLE)
+        return self
+
 
 FaultType = Literal[
     "kill",
@@ -250,21 +279,19 @@ class Case(Model):
         if kind not in allowed:
             kinds = ", ".join(f"{k}/..." for k in allowed)
             raise ValueError(f"target: a {self.type} fault targets {kinds}, not {kind}/...")
-        needs_magnitude = ("cpu_pressure", "memory_pressure", "network_loss", "latency", "bandwidth")
-        if self.type in needs_magnitude and self.magnitude is None:
-            raise ValueError(f"magnitude: required for {self.type} ({_MAGNITUDE[self.type]})")
-        if self.type == "network_loss" and self.magnitude is not None and self.magnitude > 1:
-            raise ValueError("magnitude: a drop probability between 0 and 1")
+        _at_most("duration", self.duration, MAX_FAULT)
+        if self.type in MAGNITUDES:
+            low, high, unit = MAGNITUDES[self.type]
+            if self.magnitude is None:
+                raise ValueError(f"magnitude: required for {self.type} ({unit}, from {low:g} to {high:g})")
+            if not low <= self.magnitude <= high:
+                allowed = f"{unit} from {low:g} to {high:g}"
+                raise ValueError(f"magnitude: {self.type} takes {allowed}, got {self.magnitude:g}")
+        elif self.magnitude is not None:
+            raise ValueError(f"magnitude: a {self.type} fault takes none")
+        if self.jitter_ms > MAX_JITTER_MS or (self.jitter_ms and self.type != "latency"):
+            raise ValueError(f"jitter_ms: latency faults only, at most {MAX_JITTER_MS} ms")
         return self
-
-
-_MAGNITUDE = {
-    "cpu_pressure": "CPU workers",
-    "memory_pressure": "MiB",
-    "network_loss": "drop probability",
-    "latency": "milliseconds",
-    "bandwidth": "bytes per second",
-}
 
 
 class Rollback(Model):
@@ -285,6 +312,11 @@ class Safeguards(Model):
     max_failed_probe_time: Duration | None = Field(
         None, description="Halt when the steady state stays broken this long (after settle, if longer)."
     )
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Safeguards:
+        _at_most("max_duration", self.max_duration, MAX_RUN)
+        return self
 
 
 class Playbook(Model):

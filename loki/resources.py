@@ -39,7 +39,8 @@ class Resource:
     node: Node | None = None  # the Odin node it is (or runs on): where its processes' pid files are
     cluster: str | None = None  # team/cluster of a Spark node or driver
     submission_id: str | None = None  # a driver's
-    topics: frozenset[str] = field(default_factory=frozenset)  # a broker's, as it lists them
+    topics: frozenset[str] | None = field(default_factory=frozenset)  # a broker's, as it lists them; None: unknown
+    address: str | None = None  # a broker's host:port
 
     @property
     def kind(self) -> str:
@@ -89,7 +90,8 @@ def inventory(environment: str, nodes: dict[str, Node], registry: Registry, stat
             bootstrap = f"{node['host']}:{node['ports']['kafka']}"
             topics = broker_topics(bootstrap)
             detail = f"{bootstrap}, " + ("not answering" if topics is None else f"{len(topics)} topic(s)")
-            found.append(Resource(f"broker/{node['name']}", detail, node=node, topics=topics or frozenset()))
+            # `topics` None when it does not answer: what it holds is unknown, never taken as nothing
+            found.append(Resource(f"broker/{node['name']}", detail, node=node, topics=topics, address=bootstrap))
     clusters = Clusters(registry, state_dir)
     workers_of: dict[str, list[Node]] = {}
     for c in registry.clusters(states=("ready", "failed")):

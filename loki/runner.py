@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,18 +15,21 @@ from typing import Any
 from rich.console import Console
 
 from jobs.topics import ensure_topics
+from loki.access import ACTION, authorise, may_halt
 from loki.broker_check import check as check_broker
 from loki.faults import revert
 from loki.feeder import FATE_NAMES, Digest, run_feed
-from loki.plan import plan, template_values
+from loki.plan import ExperimentPlan, plan, template_values
 from loki.playbook import Playbook
+from loki.procs import ProcessId
 from loki.report import build, write
 from loki.resources import environment_nodes, inventory, registry_of
 from loki.simulate import Simulation
-from loki.store import SimulationStore, new_run_id
+from loki.store import HALT_REQUESTED, SimulationStore, new_run_id
 from loki.verify import against_truth
 from odin.registry import Registry
 
+Actor = Callable[[Registry], str]  # who acts, established with the registry at hand (odin.actor, the DAG's user)
 HALT_WAIT_S = 180
 TRUTH_WINDOW_S = 60.0  # the ground truth's windows (the surge query's)
 
@@ -56,20 +58,33 @@ class PlanRefused(RuntimeError):
     """The plan refuses the run (nothing was touched): one refusal per line, each with its path."""
 
 
+def authorised_plan(book: Playbook, registry: Registry, nodes: dict[str, Any], state: Path, actor: str, run_id: str
+                    ) -> ExperimentPlan:  # fmt: skip
+    """The plan of what `actor` may run (loki.access), or PlanRefused / Refused, recorded in the history."""
+    book = authorise(registry, actor, book)
+    found = inventory(book.target.environment, nodes, registry, state)
+    planned = plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+    if not planned.ok:
+        reason = "\n".join(planned.refusals)
+        registry.record(actor, ACTION, f"loki:{book.target.environment}/{book.name}", "refused", reason)
+        raise PlanRefused(reason)
+    return planned
+
+
 def run_playbook(
-    book: Playbook, state_dir: Path | None, actor: str, reports: Path | None, say: Callable[[str], None]
+    book: Playbook, state_dir: Path | None, actor_of: Actor | str, reports: Path | None, say: Callable[[str], None]
 ) -> tuple[dict[str, Any], Path]:
-    """The whole run: its report and where the HTML page is. PlanRefused before anything is touched."""
+    """The whole run: its report and where the HTML page is. Refused or PlanRefused before anything is touched.
+    `actor_of`: how the entry point establishes who acts (a name only from code that did so itself: the bench)."""
     nodes, state = environment_nodes(book.target.environment, state_dir)
     if not nodes:
         raise PlanRefused(f"target.environment: {book.target.environment!r} was never brought up: run `odin up`")
     registry = registry_of(nodes)
     try:
         run_id = new_run_id()
-        found = inventory(book.target.environment, nodes, registry, state)
-        planned = plan(book, found, registry.streams(), template_values(book, nodes, run_id))
-        if not planned.ok:
-            raise PlanRefused("\n".join(planned.refusals))
+        actor = actor_of if isinstance(actor_of, str) else actor_of(registry)
+        planned = authorised_plan(book, registry, nodes, state, actor, run_id)
+        book = planned.playbook
         run_dir = reports_dir(state, reports) / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
         say(f"loki run {run_id}: {book.name} on {book.target.environment}; journal in the registry")
@@ -105,12 +120,15 @@ def run_playbook(
         registry.close()
 
 
-def feed_only(book: Playbook, state_dir: Path | None, console: Console) -> list[dict[str, int]]:
+def feed_only(book: Playbook, state_dir: Path | None, actor_of: Actor, console: Console) -> list[dict[str, int]]:
     nodes, _ = environment_nodes(book.target.environment, state_dir)
+    if not nodes:
+        raise PlanRefused(f"target.environment: {book.target.environment!r} was never brought up: run `odin up`")
     registry = registry_of(nodes)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
+        book = authorise(registry, actor_of(registry), book, action="loki_feed")
         counts = []
         for f in book.load.feeders:
             record = registry.stream(f.stream)
@@ -130,34 +148,48 @@ def feed_only(book: Playbook, state_dir: Path | None, console: Console) -> list[
         registry.close()
 
 
-def _is_loki(pid: int) -> bool:
-    try:
-        return b"loki" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+def _process(run: Any) -> ProcessId | None:
+    """The run's process, if it runs on this host and is still the one recorded (pid and start time)."""
+    started = run.summary.get("pid_started")
+    if not run.pid or started is None or run.summary.get("host") != socket.gethostname():
+        return None
+    proc = ProcessId(int(run.pid), int(started))
+    return proc if proc.alive else None
 
 
-def halt_all(environment: str, state_dir: Path | None) -> list[str]:
-    """Every running run stops and reverts its faults; a run whose process is gone has its faults reverted from
-    its journal (every fault started and not reverted) and is marked halted."""
+def halt_all(environment: str, state_dir: Path | None, actor_of: Actor) -> list[str]:
+    """Every running run the actor may halt stops and reverts its faults: asked through the store (the run polls
+    it, wherever it runs: a DAG's task too) and by SIGTERM when its process is here and still the one recorded. A
+    run whose process is gone has its faults reverted from its journal (those its watchdog has not) and is marked
+    halted."""
     nodes, _ = environment_nodes(environment, state_dir)
     if not nodes:
         return [f"environment {environment!r} was never brought up: nothing runs"]
     registry = registry_of(nodes)
     lines = []
     try:
+        actor = actor_of(registry)
         store = SimulationStore(registry)
-        running = store.runs(state="running")
-        for run in running:
-            if run.pid and _is_loki(run.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(run.pid, signal.SIGTERM)  # the run reverts its faults, drains and reports
-                lines.append(f"{run.id} ({run.playbook}): halting (pid {run.pid})")
+        running = []
+        for run in store.runs(state="running"):
+            if run.environment != environment:
+                continue
+            if not may_halt(registry, actor, run.team):
+                registry.record(actor, "loki_halt", f"loki:{run.id}", "refused", f"{actor} may not halt {run.id}")
+                lines.append(f"{run.id} ({run.playbook}): not yours to halt (team {run.team or '-'})")
+                continue
+            running.append(run)
+            store.request_halt(run.id, actor)
+            registry.record(actor, "loki_halt", f"loki:{run.id}", "ok", f"halt of {run.playbook}")
+            proc = _process(run)
+            if proc is not None:
+                proc.signal(signal.SIGTERM)  # the run reverts its faults, drains and reports
+            lines.append(f"{run.id} ({run.playbook}): halting (pid {run.pid})")
         deadline = time.monotonic() + HALT_WAIT_S
         for run in running:
-            while time.monotonic() < deadline and run.pid and _is_loki(run.pid):
+            while time.monotonic() < deadline:
                 current = store.get(run.id)
-                if current is None or current.state != "running":
+                if current is None or current.state != "running" or _gone(store, run):
                     break
                 time.sleep(1)
             current = store.get(run.id)
@@ -172,6 +204,18 @@ def halt_all(environment: str, state_dir: Path | None) -> list[str]:
         return lines
     finally:
         registry.close()
+
+
+def _gone(store: SimulationStore, run: Any, quiet_s: float = 30.0) -> bool:
+    """Its process here is gone; or it runs elsewhere (another host, an Airflow worker) and its journal has been
+    silent for `quiet_s` (a run journals every step and sample)."""
+    if run.summary.get("host") == socket.gethostname():
+        return _process(run) is None
+    entries = [e for e in store.entries(run.id) if e.step != HALT_REQUESTED]
+    if not entries:
+        return True
+    last = entries[-1].at
+    return (datetime.now(UTC) - (last if last.tzinfo else last.replace(tzinfo=UTC))).total_seconds() > quiet_s
 
 
 def _revert_from_journal(store: SimulationStore, run_id: str) -> list[str]:

@@ -27,8 +27,10 @@ from loki.faults import Fault, FaultError
 from loki.feeder import Feed, run_feed
 from loki.plan import NETWORK_FAULTS, ExperimentPlan
 from loki.probes import WINDOW_S, Observer, Sample, judge
+from loki.procs import ProcessId, start_time
 from loki.resources import WORKER_OF, Resource
 from loki.store import SimulationStore
+from loki.watchdog import LIMIT_MARGIN_S, ConsumerOrder, FaultOrder, Orders, Restore, Watchdog
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints, Node
 from odin.registry import Registry
@@ -113,6 +115,7 @@ class Simulation:
         self._reverting: list[threading.Thread] = []  # reverts under way (a converge takes tens of seconds)
         self._producers_lost: list[threading.Event] = []  # one per feeder
         self._partitions: dict[int, dict[str, int]] = {}  # per feeder: its topics' partition counts
+        self.watch: Watchdog | None = None
 
     # -- helpers -----------------------------------------------------------------------------------------------
 
@@ -146,19 +149,33 @@ class Simulation:
 
     # -- the run -----------------------------------------------------------------------------------------------
 
+    def _start_watchdog(self) -> None:
+        """The process that ends this run's faults if this one dies or hangs (loki/watchdog.py)."""
+        me = ProcessId.me()
+        limit = self.book.safeguards.max_duration.total_seconds() + START_TIMEOUT_S + LIMIT_MARGIN_S
+        orders = Orders(run_id=self.result.run_id, owner_pid=me.pid, owner_started=me.started,
+                        until=time.time() + limit, registry_url=self.where.registry_url,
+                        state_dir=str(self.state_dir), actor=self.actor)  # fmt: skip
+        self.watch = Watchdog.start(self.run_dir / "watchdog.json", orders)
+        self.journal("watchdog.started", pid=self.watch.pid)
+
     def run(self) -> RunResult:
         result = self.result
         self.store.start(result.run_id, self.book, self.actor)
         self.journal("plan", touches=[vars(t) for t in self.plan.touches])
-        previous = {s: signal.signal(s, lambda *_: self.halt.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+        self._start_watchdog()
+        previous: dict[signal.Signals, Any] = {}
+        if threading.current_thread() is threading.main_thread():  # an Airflow task may run us elsewhere
+            previous = {s: signal.signal(s, lambda *_: self.halt.set()) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self._start_consumers()
-            observer = Observer(self.where.victoria_metrics_url, self.registry, self._workers())
-            before = self._sample(observer, 0.0, [])
-            self.journal("steady_state.before", probes=before.probes)
-            if not before.steady:
-                raise RuntimeError(f"the steady state does not hold before the experiment: {before.probes}")
-            self._load_and_faults(observer)
+            if not self.halt.is_set():  # halted while the consumers started: nothing more to do
+                observer = Observer(self.where.victoria_metrics_url, self.registry, self._workers())
+                before = self._sample(observer, 0.0, [])
+                self.journal("steady_state.before", probes=before.probes)
+                if not before.steady:
+                    raise RuntimeError(f"the steady state does not hold before the experiment: {before.probes}")
+                self._load_and_faults(observer)
             if result.samples:
                 self.journal("steady_state.after", probes=result.samples[-1].probes)
         except Exception as e:  # the run failed: still revert, stop, drain and report what happened
@@ -170,6 +187,8 @@ class Simulation:
             self._revert_all()
             self._rollbacks()
             self._stop_consumers()
+            if self.watch is not None:
+                self.watch.done()
         if result.state == "running":
             result.state = "halted" if self.halt.is_set() else "finished"
         self.journal("ended", state=result.state, reason=result.reason)
@@ -198,14 +217,31 @@ class Simulation:
                 nodes=self.nodes,
             )
             result.consumers[c.name] = consumer
+            self._watch_consumer(consumer)  # its namespace and mount, before anything can fail
             self.say(f"starting consumer {c.name} ({c.placement})")
             if c.placement == "cluster":
                 assert book.target.cluster is not None
                 self.daggers.deploy(consumer.spec, book.target.cluster, self.actor)
             else:
                 consumer_ops.start(consumer, None, self.actor)
+            self._watch_consumer(consumer)
             self.journal("consumer.started", consumer=c.name, dagger=consumer.qualified_name)
         self._wait_first_progress()
+
+    def _watch_consumer(self, c: Consumer) -> None:
+        if self.watch is None:
+            return
+        pid = c.process.pid if c.process is not None else None  # its own session: pgid == pid
+        self.watch.consumer(
+            ConsumerOrder(
+                name=c.name,
+                pgid=pid,
+                started=start_time(pid) if pid else None,
+                dagger=f"{c.spec.team}/{c.spec.name}" if c.placement == "cluster" else None,
+                netns=c.link.netns if c.link is not None else None,
+                mount=str(c.disk) if c.disk is not None else None,
+            )
+        )
 
     def _ensure_feeder_topics(self) -> None:
         """Create the feeders' topics where missing; an existing topic keeps its partitions, and a broker back from a
@@ -227,6 +263,9 @@ class Simulation:
         deadline = time.monotonic() + START_TIMEOUT_S
         waiting = set(self.result.consumers)
         while waiting and time.monotonic() < deadline and not self.halt.is_set():
+            if self.store.halt_requested(self.result.run_id):
+                self._halt("halted: loki halt")
+                return
             for name in sorted(waiting):
                 c = self.result.consumers[name]
                 if c.placement == "local" and not c.alive:
@@ -293,6 +332,9 @@ class Simulation:
                 self._sleep_until(t0, next_sample, pending)
                 continue
             next_sample = now + interval
+            if self.store.halt_requested(result.run_id):  # `loki halt` from anywhere (a signal needs our host)
+                self._halt("halted: loki halt")
+                break
             sent = sum(f.sent for f in live)
             history.append((t, sent))
             sent_30s = sent - next((n for (ts, n) in history if ts >= t - WINDOW_S), 0)
@@ -391,7 +433,21 @@ class Simulation:
                 continue
             self._active.append((fault, fr))
             self.journal("fault.started", case=case.name, type=case.type, resource=r.name, undo=fr.undo, t=t)
+            self._watch_fault(fault, fr)
             self.say(f"{t:6.1f}s fault {case.name}: {case.type} {r.name}")
+
+    def _watch_fault(self, fault: Fault, fr: FaultRun) -> None:
+        if self.watch is None:
+            return
+        case, r = fault.case, fault.resource
+        back = case.type == "broker_loss" or (case.type == "kill" and case.restart)
+        restore = None
+        if back and r.kind in ("broker", "spark"):
+            restore = Restore(kind=r.kind, environment=self.book.target.environment, state_dir=str(self.state_dir),
+                              cluster=r.cluster)  # fmt: skip
+        deadline = self.result.started_at + self._fault_end(fault)
+        self.watch.fault(FaultOrder(case=fr.case, resource=fr.resource, deadline=deadline, undo=fr.undo,
+                                    restore=restore))  # fmt: skip
 
     def _live(self, r: Resource) -> Resource:
         """A planned driver resource, or the worker running it (`.../worker-of/<dagger>`), with what finds its
@@ -419,6 +475,8 @@ class Simulation:
         waiting for the cluster's health) takes tens of seconds, and the timeline must not stop meanwhile."""
         self._active.remove((fault, fr))
         fr.end_t = t
+        if self.watch is not None:
+            self.watch.take(fr.case, fr.resource)
         thread = threading.Thread(target=self._revert, args=(fault, fr), name=f"revert {fr.case}", daemon=True)
         thread.start()
         self._reverting.append(thread)
@@ -431,6 +489,8 @@ class Simulation:
             fr.error = f"revert: {type(e).__name__}: {e}"
             self.result.errors.append(f"{fr.case} on {fr.resource}: {fr.error}")
         self.journal("fault.reverted", case=fr.case, resource=fr.resource, t=fr.end_t, error=fr.error)
+        if self.watch is not None:
+            self.watch.reverted(fr.case, fr.resource)
         self.say(f"{fr.end_t:6.1f}s fault {fr.case} reverted (in {time.monotonic() - started:.1f} s)")
 
     def _revert_all(self) -> None:

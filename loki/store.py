@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import insert, select, update
 
 from loki.playbook import Playbook
+from loki.procs import start_time
 from odin.registry import Registry
 from odin.registry.schema import simulation_journal, simulations
 
 SimulationState = Literal["running", "finished", "halted", "failed"]
+HALT_REQUESTED = "halt.requested"
 
 
 class Simulation(BaseModel):
@@ -70,7 +72,8 @@ class SimulationStore:
             state="running",
             actor=actor,
             pid=os.getpid(),
-            summary={"host": socket.gethostname()},
+            # with the pid's start time, `loki halt` never signals another process that got the pid since
+            summary={"host": socket.gethostname(), "pid_started": start_time(os.getpid())},
         )
         with self.engine.begin() as conn:
             conn.execute(insert(simulations).values(**values))
@@ -98,6 +101,17 @@ class SimulationStore:
             values["summary"] = summary
         with self.engine.begin() as conn:
             conn.execute(update(simulations).where(simulations.c.id == run_id).values(**values))
+
+    def request_halt(self, run_id: str, actor: str) -> None:
+        """`loki halt`: the run stops at its next sample, wherever it runs (a signal reaches only this host)."""
+        self.journal(run_id, HALT_REQUESTED, by=actor)
+
+    def halt_requested(self, run_id: str) -> bool:
+        query = select(simulation_journal.c.id).where(
+            simulation_journal.c.run_id == run_id, simulation_journal.c.step == HALT_REQUESTED
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query.limit(1)).first() is not None
 
     def get(self, run_id: str) -> Simulation | None:
         with self.engine.connect() as conn:

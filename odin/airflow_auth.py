@@ -14,10 +14,11 @@ from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessE
 from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager, SimpleAuthManagerRole
 
 # DAGs only platform engineers may pause, unpause or delete: a team pausing them would switch off every team's
-# health checks, healing and failover, or the platform's provisioning
+# health checks, healing and failover, the platform's provisioning, or every team's experiments
 PLATFORM_DAGS = frozenset(
-    {"dagger_health", "platform_health", "odin_provision_cluster", "odin_scale_cluster", "odin_destroy_cluster"}
-)
+    {"dagger_health", "platform_health", "odin_provision_cluster", "odin_scale_cluster", "odin_destroy_cluster",
+     "loki_chaos"}
+)  # fmt: skip
 # what a run carries between its tasks and how its tasks ran: the platform's to change, never a team's
 RUN_STATE = frozenset({DagAccessEntity.XCOM, DagAccessEntity.TASK_INSTANCE, DagAccessEntity.RUN})
 CHANGES = frozenset({"PUT", "POST", "DELETE"})

@@ -27,6 +27,9 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # compiles with C1 only: the JVMs live minutes, and on CI's two cores C2's compiler threads took CPU from the tests
 # (~40% of a short Spark job's CPU; docs/decisions.md). Daggers in production keep C2 for their throughput.
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+# Stands for a secret in the shell of whoever runs `odin up`: no daemon Odin starts, nor a driver one of them
+# launches, may inherit it (tests/test_daemon_env.py).
+os.environ["ODIN_CALLER_CANARY"] = "a-secret-of-the-caller"
 
 from pyspark.sql import SparkSession
 
@@ -167,6 +170,24 @@ def registry(empty_db: str) -> Iterator[Registry]:
         yield reg
     finally:
         reg.close()
+
+
+@pytest.fixture
+def ordinary_login(services: Services) -> Iterator[str]:
+    """The OS login (what the CLIs act as) as an ordinary user for the test: not a platform engineer, which Loki's
+    tests make it in the session's registry; restored afterwards."""
+    from odin.access import PLATFORM_TEAM
+    from odin.actor import login
+
+    registry = Registry.connect(services.registry_url)
+    was = login() in registry.members(PLATFORM_TEAM)
+    registry.remove_member(PLATFORM_TEAM, login())
+    try:
+        yield login()
+    finally:
+        if was:
+            registry.add_member(PLATFORM_TEAM, login())
+        registry.close()
 
 
 # -- a team and its Spark cluster ------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
 
         nodes = _nodes(clusters, spec)
         active = check_cluster(nodes, 1).active_master
-        report, run = simulate(services, "master-loss", "--team", team, "--cluster", "ha", "--user", "alice")
+        report, run = simulate(services, "master-loss", "--team", team, "--cluster", "ha")
         assert_accounted(report, services, run)
         assert_exact(report)
         [fault] = report["faults"]

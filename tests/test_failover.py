@@ -34,7 +34,7 @@ def _failover_cli(team: str, cluster: str, state_dir: str) -> subprocess.Complet
 
 
 def test_a_cluster_that_loses_its_master_and_workers_fails_its_daggers_over_exactly(
-    own_team: tuple[Registry, Clusters, str], services: Services
+    own_team: tuple[Registry, Clusters, str], services: Services, ordinary_login: str
 ) -> None:
     registry, clusters, team = own_team
     state = str(clusters.state_dir)

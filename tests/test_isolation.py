@@ -205,7 +205,9 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN_DIR / argv[0]), *argv[1:]], capture_output=True, text=True, timeout=120)
 
 
-def test_the_clis_act_as_the_login_and_only_platform_engineers_administer(team_cluster: TeamCluster) -> None:
+def test_the_clis_act_as_the_login_and_only_platform_engineers_administer(
+    team_cluster: TeamCluster, ordinary_login: str
+) -> None:
     """`--user` is for platform engineers only; team and cluster administration too (the login is not one here)."""
     registry, team, state = team_cluster.registry, team_cluster.team, str(team_cluster.state_dir)
     me = login()
@@ -275,7 +277,7 @@ def test_two_deploys_of_one_dagger_at_once_leave_one_running_and_the_spec_off_th
     assert sorted(submits) == ["ok", "refused"]
 
 
-def test_a_team_sees_its_own_daggers_only(team_cluster: TeamCluster) -> None:
+def test_a_team_sees_its_own_daggers_only(team_cluster: TeamCluster, ordinary_login: str) -> None:
     registry, state = team_cluster.registry, str(team_cluster.state_dir)
     mine, theirs = f"m{uuid.uuid4().hex[:8]}", f"o{uuid.uuid4().hex[:8]}"
     for team in (mine, theirs):

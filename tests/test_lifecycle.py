@@ -185,7 +185,7 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     produce_to_stream(services, registry, second, START + timedelta(minutes=18))
     expected = surge_truth(everything) + Counter({k: n for k, n in surge_truth(second).items() if k[2] != "BIKE"})
     assert sink_reaches(measurement, services, expected) == expected
-    [row] = [r for r in daggers.list(team) if r.name == "surge"]
+    [row] = [r for r in daggers.list([team]) if r.name == "surge"]
     assert (row.state, row.cluster, row.lag) == ("running", "main", 0)
 
     stopped = daggers.stop(team, "surge", "alice")
@@ -224,15 +224,15 @@ def test_other_teams_are_refused_before_anything_is_touched(services: Services, 
     registry.ensure_team(other)
     registry.add_member(other, "bob")
     daggers = Daggers(registry, team_cluster.state_dir)
-    theirs = parse_spec(_spec(other, "m", services) | {"name": "intruder"})
+    theirs = parse_spec(_spec(other, f"{other}_m", services) | {"name": "intruder"})
     with pytest.raises(Refused, match=rf"team {other} has no cluster 'main': a team deploys to its own clusters"):
         daggers.deploy(theirs, "main", "bob")
-    ours = parse_spec(_spec(team, "m", services) | {"name": "intruder"})
+    ours = parse_spec(_spec(team, f"{team}_m", services) | {"name": "intruder"})
     with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
         daggers.deploy(ours, "main", "bob")
     with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
         daggers.stop(team, "surge", "bob")
-    fields = _spec(team, "m", services) | {"name": "intruder"}
+    fields = _spec(team, f"{team}_m", services) | {"name": "intruder"}
     fields["streams"][0]["stream"] = "no-such-stream"
     unknown = parse_spec(fields)
     with pytest.raises(Refused, match=r"streams\.0\.stream: no stream 'no-such-stream' in the catalog"):
@@ -243,11 +243,11 @@ def test_other_teams_are_refused_before_anything_is_touched(services: Services, 
 
 def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamCluster) -> None:
     state, team = str(team_cluster.state_dir), team_cluster.team
+    team_cluster.registry.add_member(team, login())  # the CLI acts as its login
     listed = subprocess.run(
         [str(BIN_DIR / "dagger"), "list", "--team", team, "--state-dir", state], capture_output=True, text=True
     )
     assert listed.returncode == 0 and "dagger(s)" in listed.stdout, listed.stdout + listed.stderr
-    team_cluster.registry.add_member(team, login())  # the CLI acts as its login
     refused = subprocess.run(
         [str(BIN_DIR / "dagger"), "stop", team, "nothing", "--state-dir", state],
         capture_output=True,

@@ -49,7 +49,23 @@ def test_every_standard_playbook_validates() -> None:
         ({"cases": [{"name": "x", "type": "kill", "target": "topic/a", "start": "1s", "duration": "1s"}]},
          "cases.0.target: a kill fault targets spark/..., driver/..., broker/..., not topic/..."),
         ({"cases": [{"name": "x", "type": "latency", "target": "link/surge", "start": "1s", "duration": "1s"}]},
-         "cases.0.magnitude: required for latency (milliseconds)"),
+         "cases.0.magnitude: required for latency (milliseconds, from 1 to 10000)"),
+        ({"cases": [{"name": "x", "type": "memory_pressure", "target": "host/local", "start": "1s", "duration": "1s",
+                     "magnitude": 100_000}]},
+         "cases.0.magnitude: memory_pressure takes MiB from 1 to 2048, got 100000"),
+        ({"cases": [{"name": "x", "type": "cpu_pressure", "target": "host/local", "start": "1s", "duration": "1s",
+                     "magnitude": 64}]},
+         "cases.0.magnitude: cpu_pressure takes CPU workers from 1 to 8, got 64"),
+        ({"cases": [{"name": "x", "type": "pause", "target": "broker/kafka-perf", "start": "1s", "duration": "1s",
+                     "magnitude": 3}]},
+         "cases.0.magnitude: a pause fault takes none"),
+        ({"cases": [{"name": "x", "type": "pause", "target": "broker/kafka-perf", "start": "1s", "duration": "2h"}]},
+         "cases.0.duration: at most 600s, got 7200s"),
+        ({"load": {"feeders": [{"stream": "booking-log-perf", "rate": {"shape": "steady", "events_per_s": 5},
+                                "duration": "30h"}]}},
+         "load.feeders.0.duration: at most 3600s, got 108000s"),
+        ({"safeguards": {"max_duration": "24h"}}, "safeguards.max_duration: at most 7200s, got 86400s"),
+        ({"steady_state": {"settle": "2h"}}, "steady_state.settle: at most 1800s, got 7200s"),
         ({"cases": [{"name": "x", "type": "kill", "target": "spark/a/b/w", "start": "170s", "duration": "30s"}]},
          "cases.0: start + duration (0:03:20) ends after the load does"),
         ({"cases": [{"name": "x", "type": "network_partition", "target": "link/surge", "start": "1s",
@@ -104,15 +120,20 @@ STREAMS = [
     StreamRecord(name="booking-log-perf", kafka_cluster="perfstream", bootstrap_servers="127.0.0.1:2",
                  topics=["b-perf"], proto="daggers.events.BookingLog", schema_version=1, perf_twin_of="booking-log"),
 ]  # fmt: skip
-VALUES = {"run": "r1", "team": "pricing", "cluster": "blue", "postgres_dsn": "postgresql://postgres@127.0.0.1:1/d",
-          "victoria_metrics_url": "http://127.0.0.1:2"}  # fmt: skip
+VALUES = {
+    "run": "r1",
+    "team": "pricing",
+    "cluster": "blue",
+    "postgres_dsn": "postgresql://postgres@127.0.0.1:1/daggers",
+    "victoria_metrics_url": "http://127.0.0.1:2",
+}
 RESOURCES = [
     Resource("spark/pricing/blue/worker-1", "worker"),
     Resource("spark/pricing/blue/master-1", "master"),
     Resource("spark/search/green/worker-1", "worker"),
-    Resource("broker/kafka-broker", "data", topics=frozenset({"b", "b-perf"})),
-    Resource("broker/kafka-perf", "perf", topics=frozenset({"b-perf", "b-perf.dlq"})),
-]
+    Resource("broker/kafka-broker", "data", topics=frozenset({"b", "b-perf"}), address="127.0.0.1:1"),
+    Resource("broker/kafka-perf", "perf", topics=frozenset({"b-perf", "b-perf.dlq"}), address="127.0.0.1:2"),
+]  # fmt: skip
 
 
 def test_a_plan_lists_what_it_touches_and_refuses_the_rest() -> None:
@@ -134,10 +155,93 @@ def test_broker_faults_only_on_a_broker_of_perf_topics_alone() -> None:
     )
     refused = plan(parse(data).bound(team="pricing", cluster="blue"), RESOURCES, STREAMS, VALUES)
     assert refused.refusals == [
-        "cases.0.target: broker/kafka-broker also holds non-perf topics (b); a pause would harm them: aim broker "
-        "faults at the perf cluster's broker"
+        "cases.0.target: broker/kafka-broker serves catalog data streams; a pause would harm them: aim broker faults "
+        "at the perf broker"
     ]
     assert "broker/kafka-perf" in {t.resource for t in refused.touches}
+
+
+def test_a_broker_that_does_not_answer_or_serves_data_streams_is_never_taken_for_a_perf_broker() -> None:
+    """Failing closed: a broker that did not answer listed no topics, and passed as one holding only perf topics (a
+    kill of the production broker then planned fine); the catalog says which brokers serve data streams."""
+    data = _book(
+        blast_radius=["broker/*", "dagger/surge", "topic/*-perf", "spark/pricing/blue/*"],
+        cases=[{"name": "kill", "type": "kill", "target": "broker/kafka-broker", "start": "10s", "duration": "5s"}],
+    )
+    book = parse(data).bound(team="pricing", cluster="blue")
+    silent = [r if r.name != "broker/kafka-broker" else Resource(r.name, "data", topics=None, address="127.0.0.1:1")
+              for r in RESOURCES]  # fmt: skip
+    assert plan(book, silent, STREAMS, VALUES).refusals == [
+        "cases.0.target: broker/kafka-broker did not answer: what it holds is unknown, so a kill is refused (is it up?)"
+    ]
+    emptied = [r if r.name != "broker/kafka-broker" else Resource(r.name, "data", topics=frozenset(),
+               address="127.0.0.1:1") for r in RESOURCES]  # fmt: skip
+    assert plan(book, emptied, STREAMS, VALUES).refusals == [
+        "cases.0.target: broker/kafka-broker serves catalog data streams; a kill would harm them: aim broker faults "
+        "at the perf broker"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"sink": {"type": "postgres", "dsn": "postgresql://postgres@127.0.0.1:1/registry", "table": "members"}},
+         "load.consumers.0.spec.sink.dsn: a Loki consumer writes to the environment's sink database "
+         "(${postgres_dsn}: daggers) or its team's (pricing) on 127.0.0.1:1, not registry on 127.0.0.1:1"),
+        ({"sink": {"type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topic": "b"}},
+         "load.consumers.0.spec.sink.topic: 'b': a team's output topic starts with pricing. and is no catalog "
+         "stream's"),
+        ({"sink": {"type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topic": "pricing.out"}},
+         "load.consumers.0.spec.sink.bootstrap_servers: 127.0.0.1:1: a Loki consumer writes to the perf brokers "
+         "only (127.0.0.1:2)"),
+        ({"sink": {"type": "log", "path": "/etc/cron.d/x"}},
+         "load.consumers.0.spec.sink.path: a Loki consumer's log sink is its own log (leave path out)"),
+        ({"sink": {"type": "influx", "url": "http://127.0.0.1:2", "measurement": "dagger_metrics_input_rows"}},
+         "load.consumers.0.spec.sink.measurement: dagger_metrics* is the platform's telemetry"),
+        ({"streams": [{"table": "t", "stream": "booking-log-perf", "dlq_topic": "b"}]},
+         "load.consumers.0.spec.streams.0.dlq_topic: 'b': dead letters go to <perf topic>.dlq (b-perf.dlq) or a "
+         "topic under pricing."),
+        ({"streams": [{"table": "t", "topics": ["b-perf"], "proto": "daggers.events.BookingLog",
+                       "kafka": {"bootstrap_servers": "127.0.0.1:1"}}]},
+         "load.consumers.0.spec.streams.0.kafka.bootstrap_servers: 127.0.0.1:1 is not where perf stream "
+         "booking-log-perf is (127.0.0.1:2)"),
+        ({"streams": [{"table": "t", "topics": ["x-perf"], "proto": "daggers.events.BookingLog"}]},
+         "load.consumers.0.spec.streams.0: topics ['x-perf'] are not a catalog perf stream's topics"),
+        ({"team": "search"}, "load.consumers.0.spec.team: 'search': a run aimed at team pricing runs only that "
+         "team's daggers"),
+        ({"telemetry_url": "http://127.0.0.1:9"}, "load.consumers.0.spec.telemetry_url: http://127.0.0.1:9 is not "
+         "the environment's metrics store"),
+    ],
+)  # fmt: skip
+def test_a_local_consumer_reads_and_writes_only_its_teams_perf_places(change: dict[str, Any], expected: str) -> None:
+    spec = {"name": "s", "team": "${team}", "sql": "SELECT 1 AS n FROM t", "telemetry_url": "http://127.0.0.1:2",
+            "streams": [{"table": "t", "stream": "booking-log-perf"}],
+            "sink": {"type": "postgres", "dsn": "${postgres_dsn}", "table": "t"}}  # fmt: skip
+    data = _book(
+        blast_radius=["dagger/surge", "topic/*-perf"],
+        cases=[],
+        target={"environment": "local"},
+        load={"feeders": [{"stream": "booking-log-perf", "rate": {"shape": "steady", "events_per_s": 5},
+                           "duration": "10s"}],
+              "consumers": [{"name": "surge", "placement": "local", "spec": spec}]},
+    )  # fmt: skip
+    book = parse(data).bound(team="pricing")
+    assert plan(book, RESOURCES, STREAMS, VALUES).ok, plan(book, RESOURCES, STREAMS, VALUES).refusals
+    data["load"]["consumers"][0]["spec"] = {**spec, **change}
+    refused = plan(parse(data).bound(team="pricing"), RESOURCES, STREAMS, VALUES)
+    assert expected in refused.refusals, refused.refusals
+
+
+def test_a_run_aimed_at_a_cluster_touches_no_other_clusters_nodes_or_drivers() -> None:
+    resources = [*RESOURCES, Resource("driver/pricing/old", "driver", cluster="pricing/green")]
+    data = _book(
+        blast_radius=["driver/pricing/*", "dagger/surge", "topic/*-perf"],
+        cases=[{"name": "x", "type": "kill", "target": "driver/pricing/old", "start": "1s", "duration": "1s"}],
+    )
+    refused = plan(parse(data).bound(team="pricing", cluster="blue"), resources, STREAMS, VALUES)
+    assert refused.refusals == [
+        "cases.0.target: driver/pricing/old runs on pricing/green, not the target cluster pricing/blue"
+    ]
 
 
 def test_a_consumer_of_a_data_stream_is_refused() -> None:

@@ -89,6 +89,10 @@ class Registry:
         with self.engine.begin() as conn:
             conn.execute(pg_insert(members).values(team=team, username=username).on_conflict_do_nothing())
 
+    def remove_member(self, team: str, username: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(members.delete().where(members.c.team == team, members.c.username == username))
+
     def teams_of(self, username: str) -> set[str]:
         with self.engine.connect() as conn:
             return set(conn.scalars(select(members.c.team).where(members.c.username == username)))

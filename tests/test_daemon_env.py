@@ -1,0 +1,69 @@
+"""Daemons Odin starts get a minimal, explicit environment, not that of whoever ran `odin up`: nothing of a
+developer's shell (tokens, cloud keys) reaches a Spark worker, nor the drivers it launches for every team."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psutil
+
+from jobs.lifecycle import Daggers
+from jobs.spec import parse_spec
+from jobs.status import read_status, status_path
+from odin.cluster.lifecycle import Clusters
+from odin.processes import of_node
+from tests.conftest import Services, TeamCluster
+from tests.test_lifecycle import _spec, ensure_catalog_topics
+
+CANARY = "ODIN_CALLER_CANARY"  # set by tests/conftest.py in the process that runs `odin up`
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
+
+
+def test_every_daemon_of_the_stack_starts_with_its_own_minimal_environment(services: Services) -> None:
+    assert CANARY in os.environ
+    seen = 0
+    for node in services.nodes.values():
+        for process in of_node(node):
+            assert process.pid is not None, f"{node['name']}@{process.name} is not running"
+            env = environ(process.pid)
+            where = f"{node['name']}@{process.name}"
+            assert CANARY not in env, f"{where} inherited the caller's environment"
+            assert "PYTEST_CURRENT_TEST" not in env, where
+            assert Path(env["HOME"]).is_relative_to(node["dirs"]["data"]), (where, env["HOME"])
+            # What the stack passes on purpose still arrives: the suite's JVM options reach every JVM.
+            assert env.get("JDK_JAVA_OPTIONS") == os.environ["JDK_JAVA_OPTIONS"], where
+            seen += 1
+    assert seen >= 6  # Kafka, VictoriaMetrics, InfluxDB, PostgreSQL, Spark master and worker
+
+
+def test_a_deployed_driver_gets_nothing_of_the_callers_environment(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    registry, team, state = team_cluster.registry, team_cluster.team, team_cluster.state_dir
+    [worker] = [n for n in Clusters(registry, state).nodes(team, "main").values() if n["role"] == "spark_worker"]
+    [process] = of_node(worker)
+    assert process.pid is not None and CANARY not in environ(process.pid)
+
+    ensure_catalog_topics(services, registry)
+    daggers = Daggers(registry, state)
+    suffix = uuid.uuid4().hex[:6]
+    name, measurement = f"env-{suffix}", f"{team}_env_{suffix}"  # under the team's prefix, as every sink is
+    record = daggers.deploy(parse_spec(_spec(team, measurement, services) | {"name": name}), "main", "alice")
+    try:
+        status = read_status(status_path(Path(record.checkpoint)))
+        assert status is not None
+        # The driver's JVM (DriverWrapper) and its Python process carry the run id on their command lines.
+        driver = [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]
+        assert len(driver) >= 2, [p.info["cmdline"] for p in driver]
+        for p in driver:
+            env = environ(p.pid)
+            assert CANARY not in env, p.info["cmdline"]
+            assert env.get("JDK_JAVA_OPTIONS") == os.environ["JDK_JAVA_OPTIONS"]
+    finally:
+        daggers.stop(team, name, "alice")
