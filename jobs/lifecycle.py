@@ -21,7 +21,7 @@ from typing import Any
 
 from jobs import jvm_archive
 from jobs.checkpoint import differences, identity_of, read_identity
-from jobs.placement import Places, TeamDatabase, confine
+from jobs.placement import Places, confine
 from jobs.plan import DaggerPlan, plan_dagger
 from jobs.spec import DaggerSpec, SpecError
 from jobs.status import DaggerStatus, claim, owner, read_status, status_path
@@ -33,6 +33,7 @@ from odin.paths import REPO
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
 from odin.stack import Stack
+from odin.team_databases import ensure_team_database
 from odin.team_secrets import TeamSecrets, missing
 
 DRIVER = REPO / "jobs" / "driver.py"
@@ -174,7 +175,7 @@ class Daggers:
             catalog_topics=frozenset(t for s in streams for t in s.topics),
             tsdb_url=tsdb,
             kafka_outputs=outputs,
-            database=lambda team: TeamDatabase(where.postgres_dsn, None),
+            database=lambda team: ensure_team_database(where, TeamSecrets(self.state_dir), team),
         )
 
     def _cluster(self, team: str, name: str) -> ClusterRecord:

@@ -32,6 +32,7 @@ from jobs.spec import (
     StreamSpec,
     resolve_streams,
 )
+from odin.team_databases import TeamDatabase
 
 # librdkafka settings a request may tune: none says where to connect, as whom, or how the platform's exactly-once
 # writes work (the catalog's clusters' own settings come from the platform)
@@ -43,14 +44,6 @@ PRODUCER_TUNING = frozenset(
     {"linger.ms", "queue.buffering.max.ms", "batch.size", "batch.num.messages", "compression.type",
      "compression.codec", "queue.buffering.max.messages", "queue.buffering.max.kbytes", "message.max.bytes"}
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class TeamDatabase:
-    """A team's own PostgreSQL database, as its daggers connect to it: the password is in the team's secrets."""
-
-    dsn: str
-    password_env: str | None
 
 
 @dataclass(frozen=True)

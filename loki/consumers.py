@@ -12,17 +12,18 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from jobs.lifecycle import Daggers
-from jobs.spec import DaggerSpec, resolve_streams
+from jobs.spec import DaggerSpec, PostgresSink, resolve_streams
 from loki.network import Link
 from odin.endpoints import Endpoints, Node
 from odin.paths import BIN_DIR
 from odin.registry import Registry
+from odin.team_secrets import TeamSecrets
 
 DRAIN_TIMEOUT_S = 600
 
@@ -42,6 +43,20 @@ class Consumer:
     link: Link | None = None
     disk: Path | None = None  # the tmpfs its checkpoint is on (disk faults)
     cluster: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # what its sink needs to be read: the team's password
+
+    def place(self, daggers: Daggers, cluster: str, actor: str) -> None:
+        """A cluster consumer is placed like any deployed dagger (jobs/placement.py): its sink is the team's own
+        database, which the drain and the comparison then read with the team's password."""
+        sink = self.spec.sink
+        if isinstance(sink, PostgresSink):  # the scratch database of local consumers is not a team's
+            sink = PostgresSink(table=sink.table)
+        asked = self.spec.model_copy(update={"sink": sink, "telemetry_url": None})
+        self.spec = daggers.check(asked, cluster, actor).spec
+        placed = self.spec.sink
+        if isinstance(placed, PostgresSink) and placed.password_env:
+            secrets = TeamSecrets(daggers.state_dir).load(self.spec.team)
+            self.env = {placed.password_env: secrets.get(placed.password_env, "")}
 
     @property
     def qualified_name(self) -> str:
@@ -162,7 +177,7 @@ def drain(consumer: Consumer, registry: Registry) -> None:
             stdout=log,
             stderr=log,
             timeout=DRAIN_TIMEOUT_S,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, **consumer.env, "PYTHONUNBUFFERED": "1"},
         )
     if done.returncode != 0:
         raise ConsumerError(

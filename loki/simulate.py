@@ -221,6 +221,7 @@ class Simulation:
             self.say(f"starting consumer {c.name} ({c.placement})")
             if c.placement == "cluster":
                 assert book.target.cluster is not None
+                consumer.place(self.daggers, book.target.cluster, self.actor)
                 self.daggers.deploy(consumer.spec, book.target.cluster, self.actor)
             else:
                 consumer_ops.start(consumer, None, self.actor)

@@ -9,7 +9,7 @@ The truth is the consumer's own SQL run as a batch over exactly the events the f
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -139,12 +139,14 @@ def compare(
     return result
 
 
-def read_postgres_sink(spec: DaggerSpec) -> list[dict[str, Any]]:
-    """Every row of the consumer's PostgreSQL sink table (none if it was never created)."""
+def read_postgres_sink(spec: DaggerSpec, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every row of the consumer's PostgreSQL sink table (none if it was never created); `env` holds the password
+    its `password_env` names, if any."""
     sink = spec.sink
     if not isinstance(sink, PostgresSink):
         raise ValueError(f"sink.type: {sink.type}: Loki reads back PostgreSQL sinks; give experiments one")
-    with psycopg.connect(sink.dsn) as conn:
+    password = (env or {}).get(sink.password_env) if sink.password_env else None
+    with psycopg.connect(sink.dsn, **({"password": password} if password else {})) as conn:
         exists = conn.execute("SELECT to_regclass(%s)", (sink.table,)).fetchone()
         if not exists or exists[0] is None:
             return []

@@ -33,7 +33,7 @@ def against_truth(
             if indeterminate:
                 both = [[p for d in digests for p in d.of((ACKED, PENDING), t)] for t in topics]
                 upper = batch_over(plan, spark, both).to_pylist()
-            output = read_postgres_sink(consumer.spec)
+            output = read_postgres_sink(consumer.spec, consumer.env)
             comparisons[name] = compare(expected, output, plan.shape, counts.get(name), upper)
             if gone:
                 kept = [[p for p in payloads if hash(p) not in gone] for payloads in acked]

@@ -9,6 +9,10 @@ from typing import Any
 
 Node = dict[str, Any]
 DATA_BROKER, PERF_BROKER = "kafka-broker", "kafka-perf"  # the local environment's two Kafka clusters (one node each)
+# PostgreSQL's roles (ansible/roles/postgres): the bootstrap superuser, reachable on the unix socket only, and one
+# role per platform service, none of which a team holds (a team's own role: odin/team_databases.py).
+PG_SUPERUSER = "postgres"
+REGISTRY_ROLE, AIRFLOW_ROLE, SANDBOX_ROLE = "odin_registry", "odin_airflow", "odin_daggers"
 
 
 @dataclass(frozen=True)
@@ -44,13 +48,34 @@ class Endpoints:
         return f"http://{self._addr('influxdb', 'http')}"
 
     @property
+    def postgres_address(self) -> str:
+        """host:port of the platform's PostgreSQL (password authentication, scram-sha-256)."""
+        return self._addr("postgres", "postgres")
+
+    @property
+    def postgres_admin(self) -> str:
+        """libpq conninfo of the superuser on the server's unix socket (peer authentication: Odin's OS user only)."""
+        node = self._node("postgres")
+        socket_dir = Path(node["dirs"]["data"]) / "socket"
+        return f"host={socket_dir} port={node['ports']['postgres']} user={PG_SUPERUSER} dbname=postgres"
+
+    def postgres_passfile(self, role: str) -> Path:
+        """A platform role's libpq password file (mode 0600), written by the postgres role."""
+        return Path(self._node("postgres")["dirs"]["data"]) / "secrets" / f"{role}.pgpass"
+
+    @property
     def postgres_dsn(self) -> str:
-        return f"postgresql://postgres@{self._addr('postgres', 'postgres')}/daggers"
+        """Database `daggers`, the platform's own scratch database for daggers it runs itself outside any team
+        cluster (Loki's local consumers, `make demo`). No team holds its role; a team's daggers write to the
+        team's database (odin/team_databases.py)."""
+        passfile = self.postgres_passfile(SANDBOX_ROLE)
+        return f"postgresql://{SANDBOX_ROLE}@{self.postgres_address}/daggers?passfile={passfile}"
 
     @property
     def registry_url(self) -> str:
-        """The platform registry (odin/registry): its own database on the platform's PostgreSQL."""
-        return f"postgresql+psycopg://postgres@{self._addr('postgres', 'postgres')}/registry"
+        """The platform registry (odin/registry): its own database and role on the platform's PostgreSQL."""
+        passfile = self.postgres_passfile(REGISTRY_ROLE)
+        return f"postgresql+psycopg://{REGISTRY_ROLE}@{self.postgres_address}/registry?passfile={passfile}"
 
     @property
     def spark_master_url(self) -> str:

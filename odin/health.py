@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from odin.endpoints import Endpoints
+
 Node = dict[str, Any]
 TIMEOUT_S = 3.0
 
@@ -52,15 +54,13 @@ def _influxdb(node: Node) -> Health:
 def _postgres(node: Node) -> Health:
     import psycopg
 
-    with psycopg.connect(
-        host=node["host"],
-        port=node["ports"]["postgres"],
-        user="postgres",
-        dbname="postgres",
-        connect_timeout=int(TIMEOUT_S),
-    ) as conn:
+    if not port_open(node["host"], node["ports"]["postgres"]):
+        return Health(False, "port closed")
+    # The superuser on the unix socket: the only role without a password file of its own to read.
+    with psycopg.connect(Endpoints({node["name"]: node}).postgres_admin, connect_timeout=int(TIMEOUT_S)) as conn:
         version = conn.execute("SHOW server_version").fetchone()
-    return Health(True, f"PostgreSQL {version[0] if version else '?'}")
+        roles = conn.execute("SELECT count(*) FROM pg_roles WHERE rolcanlogin").fetchone()
+    return Health(True, f"PostgreSQL {version[0] if version else '?'}, {roles[0] if roles else '?'} login role(s)")
 
 
 def _spark_master(node: Node) -> Health:
@@ -113,7 +113,7 @@ URLS: dict[str, Callable[[Node], str]] = {
     "kafka_broker": lambda n: f"{n['host']}:{n['ports']['kafka']}",
     "victoria_metrics": lambda n: f"http://{n['host']}:{n['ports']['http']}",
     "influxdb": lambda n: f"http://{n['host']}:{n['ports']['http']}",
-    "postgres": lambda n: f"postgresql://postgres@{n['host']}:{n['ports']['postgres']}/daggers",
+    "postgres": lambda n: f"postgresql://{n['host']}:{n['ports']['postgres']} (scram-sha-256)",
     "spark_master": lambda n: (
         f"spark://{n['host']}:{n['ports']['master']} (REST :{n['ports']['rest']}, "
         f"UI http://{n['host']}:{n['ports']['ui']})"

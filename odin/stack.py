@@ -101,9 +101,10 @@ def extravars(environment: str, state_dir: Path) -> dict[str, Any]:
     }
 
 
-def migrate_registry(url: str) -> str:
+def migrate_registry(where: Endpoints) -> str:
     """Create the registry's database if needed and migrate it to this code's newest revision."""
-    migrate.ensure_database(url)
+    url = where.registry_url
+    migrate.ensure_database(url, where.postgres_admin)
     engine = create_engine(url)
     try:
         return migrate.upgrade(engine)
@@ -212,7 +213,7 @@ class Stack:
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")
-            report.registry_revision = migrate_registry(Endpoints(planned).registry_url)
+            report.registry_revision = migrate_registry(Endpoints(planned))
             if any(n["role"] == Service.kafka_broker for n in planned.values()):
                 say("registry: load the stream catalog")
                 report.catalog = self.sync_catalog(planned)

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from sqlalchemy import create_engine, make_url, text
+from psycopg import sql
+from sqlalchemy import create_engine, make_url
 
 # Airflow reads AIRFLOW_HOME when first imported: point it at a temp dir before any test imports it.
 if "AIRFLOW_HOME" not in os.environ:
@@ -34,6 +36,7 @@ os.environ["ODIN_CALLER_CANARY"] = "a-secret-of-the-caller"
 from pyspark.sql import SparkSession
 
 from jobs.session import spark_session
+from odin import pg_roles
 from odin.endpoints import Endpoints
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
@@ -141,23 +144,57 @@ def latest_by_key(records: list[Any]) -> dict[bytes, Any]:
 # -- the platform registry ---------------------------------------------------------------------------------
 
 
-def _drop(url: str) -> None:
-    target = make_url(url)
-    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)'))
-    admin.dispose()
+def _drop(services: Services, url: str) -> None:
+    """As the administrator (the unix socket): the registry's role may create and drop no database."""
+    with pg_roles.admin_connect(services.postgres_admin) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(make_url(url).database)))
 
 
 @pytest.fixture
 def empty_db(services: Services) -> Iterator[str]:
-    """A database of its own on the stack's PostgreSQL, dropped afterwards."""
+    """A database of its own on the stack's PostgreSQL (the registry's role owns it), dropped afterwards."""
     url = str(make_url(services.registry_url).set(database=f"registry_{uuid.uuid4().hex[:10]}"))
-    migrate.ensure_database(url)
+    migrate.ensure_database(url, services.postgres_admin)
     try:
         yield url
     finally:
-        _drop(url)
+        _drop(services, url)
+
+
+@dataclass(frozen=True)
+class TeamDb:
+    """A team's database on the stack's PostgreSQL, as a deployed dagger of the team gets it: a DSN without a
+    password, and the password in the environment variable `password_env` (set for the test)."""
+
+    team: str
+    dsn: str
+    password_env: str
+    password: str
+
+    def sink(self, table: str) -> dict[str, Any]:
+        return {"type": "postgres", "dsn": self.dsn, "password_env": self.password_env, "table": table}
+
+    def connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.dsn, password=self.password)
+
+
+@pytest.fixture(scope="session")
+def team_database(services: Services) -> TeamDb:
+    """One team's database for the session (made through odin/team_databases.py, the platform's own way)."""
+    from odin.team_databases import ensure_team_database
+    from odin.team_secrets import TeamSecrets
+
+    assert services.stack is not None
+    team, secrets = f"t{uuid.uuid4().hex[:8]}", TeamSecrets(services.stack.state_dir)
+    db = ensure_team_database(services, secrets, team)
+    return TeamDb(team, db.dsn, db.password_env, secrets.load(team)[db.password_env])
+
+
+@pytest.fixture
+def team_db(team_database: TeamDb, monkeypatch: pytest.MonkeyPatch) -> TeamDb:
+    """The session's team database, its password in the environment as a deployed driver has it."""
+    monkeypatch.setenv(team_database.password_env, team_database.password)
+    return team_database
 
 
 @pytest.fixture

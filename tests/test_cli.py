@@ -26,7 +26,7 @@ from jobs.session import broken_by_signal, root_cause
 from jobs.sinks import SinkError
 from jobs.spec import parse_spec
 from odin.paths import BIN_DIR
-from tests.conftest import Services, consume_all
+from tests.conftest import Services, TeamDb, consume_all
 from tests.test_dagger import START, new_topic, spec_file, surge_counts, surge_rows, surge_spec, surge_truth
 
 BAD_EVENT = b"\xff\xff\xff\xff not a protobuf"
@@ -72,7 +72,9 @@ def test_an_unreachable_broker_fails_fast_with_one_message(tmp_path: Path) -> No
         assert took < 45, (command, took)  # a 10 s metadata timeout, plus the interpreter's start on a busy machine
 
 
-def test_a_sink_refusing_writes_fails_with_its_message_even_when_stopped(services: Services, tmp_path: Path) -> None:
+def test_a_sink_refusing_writes_fails_with_its_message_even_when_stopped(
+    services: Services, team_db: TeamDb, tmp_path: Path
+) -> None:
     """A postgres sink whose database does not exist. SIGTERM arrives while the sink retries (to the dagger's own
     process, as `kill PID` does: Spark's JVM keeps running and reports the batch's fate): the run still fails with
     the sink's message, rather than exiting 0 as stopped."""
@@ -80,8 +82,8 @@ def test_a_sink_refusing_writes_fails_with_its_message_even_when_stopped(service
     # 80 s of events per batch: batch 1's watermark (70 s) closes the first window, whose write fails.
     produce(services.kafka_bootstrap, topic, booking_logs(8_000, seed=70, start=START, rate=50), partitions=1)
     database = f"no_such_db_{uuid.uuid4().hex[:6]}"
-    dsn = services.postgres_dsn.rsplit("/", 1)[0] + f"/{database}"
-    spec = surge_spec(services, topic, {"type": "postgres", "dsn": dsn, "table": "surge"})
+    dsn = team_db.dsn.rsplit("/", 1)[0] + f"/{database}"  # the team's role, its password in the environment
+    spec = surge_spec(services, topic, {**team_db.sink("surge"), "dsn": dsn})
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
     log = tmp_path / "run.out"
     with log.open("w") as out:

@@ -34,7 +34,7 @@ from jobs.spec import parse_spec
 from jobs.topics import ensure_topics
 from odin import victoria
 from odin.paths import BIN_DIR
-from tests.conftest import Services, consume_all, latest_by_key
+from tests.conftest import Services, TeamDb, consume_all, latest_by_key
 from tests.seeds import SUPPLY_SQL, SURGE_SQL
 
 START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -274,7 +274,7 @@ def test_invalid_specs_are_refused_with_reasons(tmp_path: Path) -> None:
     ids=["kill-9-memory-state", "sigterm-rocksdb-state"],
 )
 def test_stopped_mid_run_then_restarted_is_exact(
-    services: Services, tmp_path: Path, sig: signal.Signals, state_store: str
+    services: Services, team_db: TeamDb, tmp_path: Path, sig: signal.Signals, state_store: str
 ) -> None:
     """The whole process group is signalled, as a supervisor does: kill -9 mid-run, or SIGTERM (a clean exit 0);
     a restart with --once then leaves the sink equal to the ground truth: nothing lost, nothing counted twice.
@@ -283,7 +283,7 @@ def test_stopped_mid_run_then_restarted_is_exact(
     events = list(booking_logs(60_000, seed=21, start=START, rate=100))
     produce(services.kafka_bootstrap, topic, iter(events), partitions=2)
     table = f"surge_{uuid.uuid4().hex[:8]}"
-    spec = surge_spec(services, topic, {"type": "postgres", "dsn": services.postgres_dsn, "table": table})
+    spec = surge_spec(services, topic, team_db.sink(table))  # its password: in the environment, as deployed
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
     spec["state_store"] = state_store
     path = spec_file(spec, tmp_path)
@@ -295,10 +295,10 @@ def test_stopped_mid_run_then_restarted_is_exact(
         )
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and _pg_rows(services, table) < 20:
+        while time.monotonic() < deadline and proc.poll() is None and _pg_rows(team_db, table) < 20:
             time.sleep(1)
         assert proc.poll() is None, "the dagger exited before it could be stopped"
-        assert _pg_rows(services, table) >= 20
+        assert _pg_rows(team_db, table) >= 20
         os.killpg(proc.pid, sig)
         code = proc.wait(120)
     finally:
@@ -311,7 +311,7 @@ def test_stopped_mid_run_then_restarted_is_exact(
         [str(BIN_DIR / "dagger"), "run", "--once", str(path)], capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    with psycopg.connect(services.postgres_dsn) as conn:
+    with team_db.connect() as conn:
         rows = conn.execute(
             f"SELECT tag_city_id, tag_s2id, tag_vehicle_type, window_timestamp, num_of_bookings FROM {table}"
         ).fetchall()
@@ -319,9 +319,9 @@ def test_stopped_mid_run_then_restarted_is_exact(
     assert got == surge_truth(events)
 
 
-def _pg_rows(services: Services, table: str) -> int:
+def _pg_rows(db: TeamDb, table: str) -> int:
     try:
-        with psycopg.connect(services.postgres_dsn) as conn:
+        with db.connect() as conn:
             return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
     except psycopg.errors.UndefinedTable:
         return 0

@@ -3,7 +3,7 @@ its sink, updated on its checkpoint, stopped; other teams refused before anythin
 
 from __future__ import annotations
 
-import getpass
+import json
 import subprocess
 import time
 import uuid
@@ -28,8 +28,9 @@ from odin.actor import login
 from odin.cluster.secret import rest_token, secret_file
 from odin.paths import BIN_DIR
 from odin.registry import Refused
+from odin.team_databases import team_database
 from odin.team_secrets import TeamSecrets
-from tests.conftest import Services, TeamCluster, consume_all
+from tests.conftest import Services, TeamCluster, consume_all, latest_by_key
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import influx_surge, surge_truth
 
@@ -257,45 +258,51 @@ def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamClus
     assert f"refused: team {team} has no dagger 'nothing'" in refused.stderr
 
 
-def test_a_sink_password_reaches_the_deployed_driver_from_the_teams_secrets(
+def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms_credentials(
     services: Services, team_cluster: TeamCluster
 ) -> None:
-    """A spec names its sink's password by environment variable; the value is the team's secret (`odin secret set`,
-    from stdin), which the driver on the worker gets without it passing through Spark's submission."""
+    """The specs name a table and a topic, nothing else: the platform resolves the team's own database (its role and
+    password, a team secret that `odin secret set` rotates) and its topic prefix on the catalog's output cluster. The
+    password reaches the driver from the team's secrets, never through Spark's submission or a command line."""
     registry, team, state = team_cluster.registry, team_cluster.team, team_cluster.state_dir
     daggers = Daggers(registry, state)
-    table = f"surge_pg_{uuid.uuid4().hex[:8]}"
-    sink = {"type": "postgres", "dsn": services.postgres_dsn, "table": table, "password_env": "SURGE_PG_PASSWORD"}
-    spec = parse_spec(_spec(team, "m", services) | {"name": "surge-pg", "sink": sink})
-    with pytest.raises(Refused, match=rf"sink.password_env: SURGE_PG_PASSWORD is not a secret of team {team}: add it"):
-        daggers.deploy(spec, "main", "alice")
-    assert registry.dagger(team, "surge-pg") is None
-
-    registry.add_member(team, getpass.getuser())  # who runs the CLI
-    value = f"pw-{uuid.uuid4().hex}"
-    cli = [str(BIN_DIR / "odin"), "secret", "set", team, "SURGE_PG_PASSWORD", "--state-dir", str(state)]
-    done = subprocess.run(cli, input=value, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and value not in done.stdout + done.stderr, done.stderr
+    table, topic = f"surge_pg_{uuid.uuid4().hex[:8]}", f"{team}.surge-{uuid.uuid4().hex[:6]}"
+    database = team_database(team, state)  # made with the team (odin team add) or on first use
+    registry.add_member(team, login())  # who runs the CLI
+    rotated = f"pw-{uuid.uuid4().hex}"
+    cli = [str(BIN_DIR / "odin"), "secret", "set", team, database.password_env, "--state-dir", str(state)]
+    done = subprocess.run(cli, input=rotated, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and rotated not in done.stdout + done.stderr, done.stderr
     secrets = TeamSecrets(state).path(team)
     assert secrets.stat().st_mode & 0o777 == 0o600 and secrets.parent.stat().st_mode & 0o777 == 0o700
-    assert [(e.action, e.detail.get("name")) for e in registry.history(f"team:{team}")] == [
-        ("secret_set", "SURGE_PG_PASSWORD")
-    ]
 
     later = START + timedelta(minutes=20)  # after the first test's events: the stream's event time goes on
     produce_to_stream(
         services, registry, list(booking_logs(1_000, seed=71, start=later, rate=10)), later + timedelta(minutes=8)
     )
+    specs = {
+        "surge-pg": {"type": "postgres", "table": table},
+        "surge-kafka": {"type": "kafka", "topic": topic},
+    }
     try:
-        record = daggers.deploy(spec, "main", "alice")
-        assert record.state == "running"
+        for name, sink in specs.items():
+            spec = parse_spec(_spec(team, f"{team}_m", services) | {"name": name, "sink": sink})
+            assert daggers.deploy(spec, "main", "alice").state == "running"
+        placed = daggers.check(parse_spec(registry.dagger(team, "surge-pg").spec), "main", "alice").spec  # type: ignore[union-attr]
+        assert placed.sink.dsn == database.dsn and placed.sink.password_env == database.password_env  # type: ignore[union-attr]
         expected = sum(surge_truth(catalog_events(services, registry)).values())
-        deadline, got = time.monotonic() + 120, None
-        while got != expected and time.monotonic() < deadline:
+        deadline, got, sent = time.monotonic() + 120, None, None
+        while (got, sent) != (expected, expected) and time.monotonic() < deadline:
             time.sleep(2)
-            with psycopg.connect(services.postgres_dsn) as conn:
+            with psycopg.connect(database.dsn, password=rotated) as conn:  # the rotated password is the role's
                 exists = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
                 got = conn.execute(f"SELECT sum(num_of_bookings) FROM {table}").fetchone()[0] if exists[0] else None  # type: ignore[index]
-        assert got == expected
+            records = latest_by_key(consume_all(services.kafka_bootstrap, topic))
+            sent = sum(json.loads(m.value())["num_of_bookings"] for m in records.values())
+        assert (got, sent) == (expected, expected)
+        lines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
+        assert not [line for line in lines if rotated in line]
     finally:
-        daggers.stop(team, "surge-pg", "alice")
+        for name in specs:
+            if registry.dagger(team, name) is not None:
+                daggers.stop(team, name, "alice")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
@@ -32,7 +31,7 @@ from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, SpecError, parse_spec
 from odin import victoria
-from tests.conftest import Services, consume_all, latest_by_key
+from tests.conftest import Services, TeamDb, consume_all, latest_by_key
 
 TS = pa.timestamp("us", tz="UTC")
 SCHEMA = pa.schema(
@@ -597,17 +596,17 @@ def test_kafka_unknown_proto_is_a_sink_error() -> None:
 # -- postgres -----------------------------------------------------------------------------------------------------
 
 
-def pg_rows(dsn: str, name: str) -> dict[tuple[int, str, datetime], tuple[Any, ...]]:
-    with psycopg.connect(dsn) as conn:
+def pg_rows(db: TeamDb, name: str) -> dict[tuple[int, str, datetime], tuple[Any, ...]]:
+    with db.connect() as conn:
         got = conn.execute(
             f"SELECT tag_city_id, label_service, window_end, bookings, fare, surge FROM {name}"
         ).fetchall()
     return {(c, s, t): (b, f, su) for c, s, t, b, f, su in got}
 
 
-def test_postgres_sink_upserts_exactly_once(services: Services) -> None:
+def test_postgres_sink_upserts_exactly_once(team_db: TeamDb) -> None:
     name = f"sink_{uuid.uuid4().hex[:8]}"
-    d = spec({"type": "postgres", "dsn": services.postgres_dsn, "table": name})
+    d = spec(team_db.sink(name))
     first = open_sink(d, SHAPE)
     assert first.write(BATCH_0, 0) == 2
     assert first.write(BATCH_0, 0) == 0
@@ -625,8 +624,8 @@ def test_postgres_sink_upserts_exactly_once(services: Services) -> None:
     restarted.close()
 
     expected = {**EXPECTED, (2, "CAR", W2 + timedelta(minutes=1)): (8, 8.0, None)}
-    assert pg_rows(services.postgres_dsn, name) == expected
-    with psycopg.connect(services.postgres_dsn) as conn:
+    assert pg_rows(team_db, name) == expected
+    with team_db.connect() as conn:
         types = dict(
             conn.execute(
                 "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", (name,)
@@ -654,30 +653,36 @@ def test_postgres_sink_upserts_exactly_once(services: Services) -> None:
     assert batch == (2, 1)
 
 
-def test_postgres_sink_adds_new_columns_and_nested_values(services: Services) -> None:
+def test_postgres_sink_adds_new_columns_and_nested_values(team_db: TeamDb) -> None:
     name = f"sink_{uuid.uuid4().hex[:8]}"
-    d = spec({"type": "postgres", "dsn": services.postgres_dsn, "table": f"public.{name}"})
+    d = spec(team_db.sink(f"public.{name}"))
     writer = PostgresWriter(d, SHAPE)
     assert writer.write(BATCH_0, 0) == 2
     wider = BATCH_1.append_column("drivers", pa.array([["d1", "d2"], None], pa.list_(pa.string())))
     assert writer.write(wider, 1) == 2
     writer.close()
-    with psycopg.connect(services.postgres_dsn) as conn:
+    with team_db.connect() as conn:
         got = conn.execute(f"SELECT drivers FROM {name} WHERE drivers IS NOT NULL").fetchall()
     assert got == [(["d1", "d2"],)]
-    assert pg_rows(services.postgres_dsn, name) == EXPECTED
+    assert pg_rows(team_db, name) == EXPECTED
 
 
-def test_postgres_password_from_env(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
-    sink = {"type": "postgres", "dsn": services.postgres_dsn, "table": "t", "password_env": "DAGGER_TEST_PG_PASSWORD"}
+def test_postgres_password_from_env(team_db: TeamDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The team database's password comes from the variable the spec names; the server checks it (scram)."""
+    name = f"sink_{uuid.uuid4().hex[:8]}"
+    sink = {**team_db.sink(name), "password_env": "DAGGER_TEST_PG_PASSWORD"}
     with pytest.raises(SinkError, match=r"sink\.password_env.*DAGGER_TEST_PG_PASSWORD"):
         open_sink(spec(sink), SHAPE)
-    monkeypatch.setenv("DAGGER_TEST_PG_PASSWORD", "s3cret")  # trust auth on loopback ignores it; it must not leak
-    name = f"sink_{uuid.uuid4().hex[:8]}"
-    writer = open_sink(spec({**sink, "table": name}), SHAPE)
+    monkeypatch.setenv("DAGGER_TEST_PG_PASSWORD", "not-the-password")
+    refused = PostgresWriter(spec(sink), SHAPE, FAST)
+    with pytest.raises(SinkError, match="password authentication failed") as caught:
+        refused.write(BATCH_0, 0)
+    assert "not-the-password" not in str(caught.value)
+    monkeypatch.setenv("DAGGER_TEST_PG_PASSWORD", team_db.password)
+    writer = open_sink(spec(sink), SHAPE)
     assert writer.write(BATCH_0, 0) == 2
     writer.close()
-    assert len(pg_rows(services.postgres_dsn, name)) == 2
+    assert len(pg_rows(team_db, name)) == 2
 
 
 def test_postgres_connection_errors_are_retried_then_raised() -> None:
@@ -694,7 +699,9 @@ def test_postgres_connection_errors_are_retried_then_raised() -> None:
 # -- a real Spark batch -------------------------------------------------------------------------------------------
 
 
-def test_sinks_take_spark_arrow_batches(services: Services, spark: SparkSession, tmp_path: Path) -> None:
+def test_sinks_take_spark_arrow_batches(
+    services: Services, team_db: TeamDb, spark: SparkSession, tmp_path: Path
+) -> None:
     """What foreachBatch hands over: DataFrame.toArrow() with Spark's types (decimals, lists, maps, NTZ)."""
     start = W1.strftime("%Y-%m-%d %H:%M:%S")
     frame = spark.sql(
@@ -722,7 +729,7 @@ def test_sinks_take_spark_arrow_batches(services: Services, spark: SparkSession,
     name = f"spark_{uuid.uuid4().hex[:8]}"
     sinks: list[dict[str, Any]] = [
         {"type": "log", "path": str(path)},
-        {"type": "postgres", "dsn": services.postgres_dsn, "table": name},
+        team_db.sink(name),
         {"type": "influx", "url": services.influxdb_url, "version": 1, "measurement": name},
         {"type": "kafka", "bootstrap_servers": services.kafka_bootstrap, "topic": name},
     ]
@@ -733,7 +740,7 @@ def test_sinks_take_spark_arrow_batches(services: Services, spark: SparkSession,
         writer.close()
 
     assert list(read_log(path).values()) == [as_json]
-    with psycopg.connect(services.postgres_dsn) as conn:
+    with team_db.connect() as conn:
         got = conn.execute(f"SELECT window_end, city, n, fare, drivers, m, ntz FROM {name}").fetchall()
     assert got == [(end, "jkt", 2, Decimal("3.5"), ["d1", "d2"], {"a": 1}, datetime(2026, 1, 1, tzinfo=UTC))]
     q = httpx.get(

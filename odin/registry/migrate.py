@@ -1,5 +1,6 @@
 """The registry's migrations (Alembic, in odin/registry/migrations): `odin up` runs `upgrade` after PostgreSQL is
-up; `odin registry migrate` does it by hand. Creates the database first if the server lacks it."""
+up; `odin registry migrate` does it by hand. Migrations run as the registry's own role, which owns its database;
+creating that database is the administrator's (ensure_database)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, make_url, text
+from sqlalchemy import Engine, make_url
+
+from odin import pg_roles
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -33,17 +36,13 @@ def current(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def ensure_database(url: str) -> None:
-    """CREATE DATABASE, through the server's `postgres` database, if the URL's database does not exist."""
+def ensure_database(url: str, admin: str) -> None:
+    """The URL's database, owned by the URL's role and private to it, created on the administrator's connection
+    (libpq conninfo, Endpoints.postgres_admin) if the server lacks it: the registry's role may not create databases."""
     target = make_url(url)
-    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": target.database})
-            if exists.first() is None:
-                conn.execute(text(f'CREATE DATABASE "{target.database}"'))
-    finally:
-        admin.dispose()
+    assert target.database and target.username, f"{target.render_as_string(hide_password=True)}: no database or role"
+    with pg_roles.admin_connect(admin) as conn:
+        pg_roles.ensure_database(conn, target.database, target.username)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> str:

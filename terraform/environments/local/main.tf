@@ -59,10 +59,15 @@ locals {
     }
   }
 
+  # Platform services reach PostgreSQL as their own roles, with libpq password files the postgres role writes
+  # (0600): URLs name the file, never a password. Names as in odin/endpoints.py.
+  pg_secrets = "${var.base_dir}/data/postgres-server/secrets"
+  pg_address = "${var.bind_host}:${local.ports.postgres}"
+
   settings = {
     spark-master = {}
     alertmanager = {
-      registry_url = "postgresql+psycopg://postgres@${var.bind_host}:${local.ports.postgres}/registry"
+      registry_url = "postgresql+psycopg://odin_registry@${local.pg_address}/registry?passfile=${local.pg_secrets}/odin_registry.pgpass"
     }
     vmalert = {
       datasource_url   = "http://${var.bind_host}:${local.ports.victoria_metrics}"
@@ -71,7 +76,7 @@ locals {
     airflow-server = {
       parallelism = tostring(var.airflow_parallelism)
       # Airflow's metadata in its own database on the platform's PostgreSQL, as in production
-      metadata_db = "postgresql+psycopg://postgres@${var.bind_host}:${local.ports.postgres}/airflow"
+      metadata_db = "postgresql+psycopg://odin_airflow@${local.pg_address}/airflow?passfile=${local.pg_secrets}/odin_airflow.pgpass"
       users       = join(",", [for u in sort(keys(var.airflow_users)) : "${u}:${var.airflow_users[u]}"])
     }
   }
