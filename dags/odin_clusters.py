@@ -28,7 +28,7 @@ def _params(*names: str, **extra: Param) -> dict[str, Param]:
     return out | extra
 
 
-def _run(action: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+def _run(action: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
     """Call odin.cluster.requests with the run's params and user; refusals fail the run without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -38,7 +38,7 @@ def _run(action: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     context = get_current_context()
     user = getattr(context["dag_run"], "triggering_user_name", None)
     try:
-        return action(dict(context["params"]), user, log.info)
+        return action(dict(context["params"]), user, log.info, **kwargs)
     except Refused as e:
         raise AirflowFailException(f"refused: {e}") from None
     except ClusterError as e:
@@ -104,7 +104,7 @@ def odin_destroy_cluster() -> None:
     def destroy() -> dict[str, Any]:
         from odin.cluster import requests
 
-        return _run(requests.destroy)
+        return _run(requests.destroy, run_id=get_current_context()["dag_run"].run_id)
 
     destroy()
 

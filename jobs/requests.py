@@ -19,7 +19,7 @@ from jobs.health import LEVEL
 from jobs.lifecycle import DaggerRow, Daggers, Deployment, Started
 from jobs.plan import DaggerPlan
 from jobs.spec import SpecError
-from odin.access import require_member, visible_teams
+from odin.access import once, require_member, visible_teams
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.requests import platform
 from odin.endpoints import Endpoints
@@ -68,23 +68,6 @@ def _member(registry: Any, user: str | None, team: str, action: str, subject: st
     except Refused as e:
         registry.record(user or "?", action, subject, "refused", str(e))
         raise
-
-
-def once(registry: Any, subject: str, action: str, user: str | None, run_id: str | None) -> None:
-    """A destructive request is carried out once per Airflow run: a cleared task re-runs as the run's original
-    user, so a re-run is refused (whoever cleared it) and the user triggers a new run to ask again. The marker is
-    the registry's history, which no Airflow user can change."""
-    if not run_id:
-        return
-    done = [e for e in registry.history(subject, limit=500) if e.detail.get("airflow_run") == run_id
-            and e.detail.get("request") == action]  # fmt: skip
-    marker = {"airflow_run": run_id, "request": action}
-    if done:
-        reason = (f"run {run_id} already asked for {action} of {subject} (by {done[-1].actor}); a re-run is refused: "
-                  "trigger a new run to ask again")  # fmt: skip
-        registry.record(user or "?", action, subject, "refused", reason, marker)
-        raise Refused(reason)
-    registry.record(user or "?", "airflow_request", subject, "ok", f"{action} for run {run_id}", marker)
 
 
 def check(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> dict[str, Any]:

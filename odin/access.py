@@ -38,3 +38,20 @@ def visible_teams(registry: Registry, user: str | None, team: str | None = None)
     if user and user in registry.members(PLATFORM_TEAM):
         return None
     return sorted(registry.teams_of(user)) if user else []
+
+
+def once(registry: Registry, subject: str, action: str, user: str | None, run_id: str | None) -> None:
+    """A destructive request is carried out once per Airflow run: a cleared task re-runs as the run's original
+    user, so a re-run is refused (whoever cleared it) and the user triggers a new run to ask again. The marker is
+    the registry's history, which no Airflow user can change."""
+    if not run_id:
+        return
+    done = [e for e in registry.history(subject, limit=500) if e.detail.get("airflow_run") == run_id
+            and e.detail.get("request") == action]  # fmt: skip
+    marker = {"airflow_run": run_id, "request": action}
+    if done:
+        reason = (f"run {run_id} already asked for {action} of {subject} (by {done[-1].actor}); a re-run is refused: "
+                  "trigger a new run to ask again")  # fmt: skip
+        registry.record(user or "?", action, subject, "refused", reason, marker)
+        raise Refused(reason)
+    registry.record(user or "?", "airflow_request", subject, "ok", f"{action} for run {run_id}", marker)

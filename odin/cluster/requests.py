@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from jobs.spec import format_errors
-from odin.access import require_platform_engineer
+from odin.access import once, require_platform_engineer
 from odin.cluster.lifecycle import Clusters, Relocate
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
@@ -71,9 +71,12 @@ def scale(params: Mapping[str, Any], user: str | None, log: Log, state_dir: Path
     return report.record.model_dump(mode="json")
 
 
-def destroy(params: Mapping[str, Any], user: str | None, log: Log, state_dir: Path | None = None) -> dict[str, Any]:
+def destroy(
+    params: Mapping[str, Any], user: str | None, log: Log, state_dir: Path | None = None, run_id: str | None = None
+) -> dict[str, Any]:
     with platform(state_dir=state_dir) as (registry, state):
         spec = _checked(registry, params, user, "cluster_destroy")
+        once(registry, f"cluster:{spec.qualified_name}", "cluster_destroy", user, run_id)
         Clusters(registry, state, log).destroy(
             spec.team,
             spec.name,
