@@ -42,6 +42,9 @@ def main(argv: list[str]) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = _args(argv)
+    if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle.py keeps the last runs' files)
+        logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
+        return 0  # exit 0: a supervised driver that exits non-zero is relaunched
     spec = DaggerSpec.model_validate_json(args.spec_file.read_text())
     # the team's secrets, which the spec's sink names by environment variable (odin/team_secrets.py)
     os.environ.update(TeamSecrets(args.state_dir).load(spec.team))

@@ -40,6 +40,7 @@ DRIVER = REPO / "jobs" / "driver.py"
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
+KEPT_RUNS = 8  # spec files kept per dagger (_spec_file)
 ENVIRONMENT = "local"  # the Odin environment the platform's own processes (Airflow, the CLIs) run in
 # A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
 # executors at once, and C2's compiler threads then take the CPU the query's start needs, for minutes: at 20,000
@@ -508,11 +509,12 @@ def followed(registry: Registry, record: DaggerRecord) -> DaggerRecord:
 
 
 def _spec_file(plan: DaggerPlan, run: str) -> Path:
-    """The placed spec for the run's driver, beside the dagger's checkpoint (readable by the platform only); other
-    runs' files go: a run that is not the checkpoint's owner stops anyway (jobs/status.py)."""
+    """The placed spec for the run's driver, beside the dagger's checkpoint (readable by the platform only). The
+    last KEPT_RUNS runs' files stay: a master may relaunch an older run's supervised driver, which must read its
+    spec to find it is superseded and exit 0 (a driver whose file is gone exits 0 too: jobs/driver.py)."""
     runs = plan.checkpoint.parent / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    for old in runs.glob("*.json"):
+    for old in sorted(runs.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-KEPT_RUNS]:
         old.unlink(missing_ok=True)
     path = runs / f"{run}.json"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

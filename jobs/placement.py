@@ -64,8 +64,10 @@ class Places:
         return self.dagger_dir(team, name) / "checkpoint"
 
 
-def dead_letter_topic(team: str, name: str) -> str:
-    return f"{team}.{name}.dlq"
+def dead_letter_topic(team: str, name: str, topic: str) -> str:
+    """Under the team's prefix, and named for the stream's (first) topic: a perf stream's stays a perf topic
+    (`...-perf.dlq`), so a broker holding it is still the perf cluster's alone (Loki's broker faults)."""
+    return f"{team}.{name}.{topic}.dlq"
 
 
 def measurement_prefix(team: str) -> str:
@@ -110,8 +112,9 @@ def _stream_problems(i: int, s: StreamSpec, team: str, name: str, places: Places
     if s.kafka.consumer_group is not None and not s.kafka.consumer_group.startswith(f"{team}."):
         errors.append(f"{at}.kafka.consumer_group: {s.kafka.consumer_group!r} is not under team {team}'s prefix "
                       f"'{team}.'; e.g. {team}.{name}")  # fmt: skip
-    if _chosen(s, "dlq_topic", dead_letter_topic(team, name)):
-        errors.append(f"{at}.dlq_topic: the platform places the dead-letter topic ({dead_letter_topic(team, name)}); "
+    placed = dead_letter_topic(team, name, entry.topics[0]) if entry is not None else None
+    if s.dlq_topic is not None and s.dlq_topic != placed:
+        errors.append(f"{at}.dlq_topic: the platform places the dead-letter topic (<team>.<name>.<topic>.dlq); "
                       "leave it out")  # fmt: skip
     return errors
 
@@ -211,7 +214,7 @@ def confine(spec: DaggerSpec, places: Places) -> DaggerSpec:
     db = places.database(team) if isinstance(spec.sink, PostgresSink) else None
     if db is not None and (problems := _postgres_problems(spec, db)):
         raise SpecError("\n".join(problems))
-    streams = [s.model_copy(update={"dlq_topic": dead_letter_topic(team, name)}) for s in resolved.streams]
+    streams = [s.model_copy(update={"dlq_topic": dead_letter_topic(team, name, s.topics[0])}) for s in resolved.streams]
     return resolved.model_copy(
         update={
             "schemas": [],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import re
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from jobs.form import request_from_params
 from jobs.lifecycle import Daggers, Deployment
 from jobs.spec import MAX_SPEC_BYTES, SpecError, load_spec, parse_spec
 from odin.actor import login
-from odin.paths import BIN_DIR
+from odin.paths import BIN_DIR, REPO
 from odin.registry import Refused
 from odin.registry.records import DaggerRecord
 from tests.conftest import Services, TeamCluster
@@ -93,7 +94,7 @@ ATTACKS: dict[str, tuple[Attack, str]] = {
     "another team's checkpoint": (_their_checkpoint, r"checkpoint_dir: the platform places a dagger's checkpoint"),
     "dead-letter topic on a catalog stream": (
         _stream(dlq_topic="RIDE-booking-log"),
-        r"streams\.0\.dlq_topic: the platform places the dead-letter topic \(\S+\.dlq\)",
+        r"streams\.0\.dlq_topic: the platform places the dead-letter topic \(<team>\.<name>\.<topic>\.dlq\)",
     ),
     "telemetry to an address of its choosing": (
         _top(telemetry_url="http://127.0.0.1:9/write"),
@@ -189,7 +190,7 @@ def test_what_the_platform_places_passes_its_own_check_again(services: Services,
     assert again.spec == placed.spec
     spec = placed.spec
     assert spec.checkpoint_dir == team_cluster.state_dir / "daggers" / team / "surge" / "checkpoint"
-    assert [s.dead_letter_topic for s in spec.streams] == [f"{team}.surge.dlq"]
+    assert [s.dead_letter_topic for s in spec.streams] == [f"{team}.surge.{spec.streams[0].topics[0]}.dlq"]
     assert spec.telemetry_url == services.victoria_metrics_url
     assert spec.sink.type == "influx" and spec.sink.tags == {"team": team}  # type: ignore[union-attr]
     assert spec.streams[0].stream == CATALOG and spec.streams[0].topics
@@ -303,3 +304,10 @@ def test_oversized_requests_are_refused_before_they_are_read(tmp_path: Path) -> 
     path.write_text(yaml.safe_dump(huge))
     with pytest.raises(SpecError, match=r"spec\.yaml: [\d,]+ bytes; a spec may have at most 262,144$"):
         load_spec(path)
+
+
+def test_a_driver_whose_spec_file_is_gone_exits_0_so_its_master_does_not_relaunch_it(tmp_path: Path) -> None:
+    driver = [sys.executable, str(REPO / "jobs" / "driver.py"), "--spec-file", str(tmp_path / "gone.json")]
+    done = subprocess.run([*driver, "--state-dir", str(tmp_path), "--run", "r1"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "superseded, not starting" in done.stderr, done.stderr
