@@ -18,6 +18,8 @@ from odin.access import PLATFORM_TEAM
 from odin.actor import login
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
+from odin.team_databases import team_database
+from odin.team_secrets import TeamSecrets
 from tests.conftest import Services
 
 ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
@@ -66,19 +68,35 @@ def simulate(
     return json.loads(Path(record.summary["json"]).read_text()), record
 
 
-def sink_events(services: Services, run_id: str) -> int:
-    """The bookings the surge consumer's table counts (loki/playbooks/consumers/surge.yaml)."""
+def _bookings(conn: psycopg.Connection[Any], table: str) -> int | None:
+    exists = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+    if exists is None or exists[0] is None:
+        return None
+    row = conn.execute(f"SELECT coalesce(sum(num_of_bookings), 0) FROM {table}").fetchone()
+    return int(row[0]) if row is not None else None
+
+
+def sink_events(services: Services, run_id: str, team: str) -> int:
+    """The bookings the surge consumer's table counts (loki/playbooks/consumers/surge.yaml): in the scratch database
+    of local consumers, or, for a cluster consumer placed like any deployed dagger, in its team's own database."""
+    table = f"loki_surge_{run_id}"
     with psycopg.connect(services.postgres_dsn) as conn:
-        row = conn.execute(f"SELECT coalesce(sum(num_of_bookings), 0) FROM loki_surge_{run_id}").fetchone()
-    assert row is not None
-    return int(row[0])
+        found = _bookings(conn, table)
+    if found is None:
+        assert services.stack is not None
+        db = team_database(team, services.stack.state_dir)
+        password = TeamSecrets(services.stack.state_dir).load(team)[db.password_env]
+        with psycopg.connect(db.dsn, password=password) as conn:
+            found = _bookings(conn, table)
+    assert found is not None, f"no table {table} in the scratch database nor in team {team}'s"
+    return found
 
 
 def assert_accounted(report: dict[str, Any], services: Services, record: Simulation) -> None:
     """The report's numbers are the world's: the sink holds what it says was output, the ground truth file adds up
     to what it says was acknowledged, failed or indeterminate, and the broker check read every acknowledged event."""
     events, surge = report["events"], report["consumers"]["surge"]
-    assert sink_events(services, record.id) == surge["events_output"]
+    assert sink_events(services, record.id, report["target"]["team"]) == surge["events_output"]
     assert surge["events_lost"] == events["lost"] and surge["events_duplicated"] == events["duplicated"]
     assert surge["events_expected"] - events["lost"] + events["duplicated"] <= surge["events_output"]
     with (Path(record.summary["json"]).parent / report["ground_truth"]).open() as f:
