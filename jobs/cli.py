@@ -433,9 +433,10 @@ def list_daggers(
     schema versions."""
     from jobs.requests import daggers_table
     from odin.access import visible_teams
+    from odin.actor import login
 
     with _daggers(state_dir) as daggers:
-        teams = visible_teams(daggers.registry, _actor(daggers, "", "dagger_list"), team)
+        teams = visible_teams(daggers.registry, login(), team)
         console.print(daggers_table(daggers.list(teams)))
 
 
@@ -451,9 +452,10 @@ def status(
     from jobs.healing import Checkup
     from jobs.requests import health_tables
     from odin.access import require_platform_engineer, visible_teams
+    from odin.actor import login
 
     with _daggers(state_dir) as daggers:
-        me = _actor(daggers, "", "dagger_status")
+        me = login()
         if heal:  # restarts and moves every team's daggers: the health DAG's job, or a platform engineer's
             require_platform_engineer(daggers.registry, me)
         teams = visible_teams(daggers.registry, me, team)
