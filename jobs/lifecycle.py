@@ -33,7 +33,7 @@ from odin.paths import REPO
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
 from odin.stack import Stack
-from odin.team_databases import ensure_team_database
+from odin.team_databases import ensure_team_database, team_database_at
 from odin.team_secrets import TeamSecrets, missing
 
 DRIVER = REPO / "jobs" / "driver.py"
@@ -176,7 +176,8 @@ class Daggers:
             catalog_topics=frozenset(t for s in streams for t in s.topics),
             tsdb_url=tsdb,
             kafka_outputs=outputs,
-            database=lambda team: ensure_team_database(where, TeamSecrets(self.state_dir), team),
+            database=lambda team: team_database_at(where, team),
+            provision_database=lambda team: ensure_team_database(where, TeamSecrets(self.state_dir), team),
         )
 
     def _cluster(self, team: str, name: str) -> ClusterRecord:

@@ -55,7 +55,8 @@ class Places:
     catalog_topics: frozenset[str]  # every catalog stream's topics: never a sink's
     tsdb_url: str | None  # the platform's time-series DB (InfluxDB write API)
     kafka_outputs: dict[str, str]  # catalog Kafka clusters open to teams' outputs -> their bootstrap servers
-    database: Callable[[str], TeamDatabase]  # a team's database (provisioned on first use)
+    database: Callable[[str], TeamDatabase]  # where a team's database is
+    provision_database: Callable[[str], object]  # make it (or bring it up to date): for a request that passed
 
     def dagger_dir(self, team: str, name: str) -> Path:
         return self.state_dir / "daggers" / team / name
@@ -210,10 +211,11 @@ def confine(spec: DaggerSpec, places: Places) -> DaggerSpec:
     if errors:
         raise SpecError("\n".join(errors))
     resolved = resolve_streams(spec, places.streams)  # SpecError: a stream not in the catalog
-    # the team's database is looked up (provisioned on first use) only for a request that passed so far
     db = places.database(team) if isinstance(spec.sink, PostgresSink) else None
     if db is not None and (problems := _postgres_problems(spec, db)):
         raise SpecError("\n".join(problems))
+    if db is not None:  # provisioned on first use, and only for a request that passed
+        places.provision_database(team)
     streams = [s.model_copy(update={"dlq_topic": dead_letter_topic(team, name, s.topics[0])}) for s in resolved.streams]
     return resolved.model_copy(
         update={

@@ -52,6 +52,12 @@ def ensure_team_database(where: Endpoints, secrets: TeamSecrets, team: str) -> T
             secrets.set(team, PASSWORD_ENV, password)
         pg_roles.ensure_role(conn, name, password, CONNECTION_LIMIT)
         pg_roles.ensure_database(conn, name, name)
+    return team_database_at(where, team)
+
+
+def team_database_at(where: Endpoints, team: str) -> TeamDatabase:
+    """Where the team's database is (nothing is made: a request is checked against this before anything is)."""
+    name = pg_name(team)
     return TeamDatabase(f"postgresql://{name}@{where.postgres_address}/{name}", PASSWORD_ENV)
 
 

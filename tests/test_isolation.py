@@ -5,6 +5,7 @@ before anything is touched, names the field and what is allowed, and is in the r
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from sqlalchemy import make_url
 from jobs.checkpoint import Identity, differences
 from jobs.form import request_from_params
 from jobs.lifecycle import Daggers, Deployment
+from jobs.placement import confine
 from jobs.spec import MAX_SPEC_BYTES, SpecError, load_spec, parse_spec
 from odin.actor import login
 from odin.paths import BIN_DIR, REPO
@@ -166,6 +168,23 @@ def test_a_deploy_request_cannot_choose_what_the_platform_decides(
     [entry] = registry.history(f"dagger:{team}/{name}")
     assert (entry.actor, entry.action, entry.outcome) == (team_cluster.member, "dagger_deploy", "refused")
     assert registry.members("platform") == members_before
+
+
+def test_a_refused_database_request_provisions_nothing(services: Services, team_cluster: TeamCluster) -> None:
+    """The team's database is made on first use, and only for a request that passed the check."""
+    team = team_cluster.team
+    made: list[str] = []
+    places = dataclasses.replace(
+        Daggers(team_cluster.registry, team_cluster.state_dir).places(), provision_database=made.append
+    )
+    attack = copy.deepcopy(_spec(team, f"{team}_m", services))
+    _registry_members(attack, team, "other", services, team_cluster.state_dir)
+    with pytest.raises(SpecError, match=r"sink\.dsn: the platform connects"):
+        confine(parse_spec(attack), places)
+    assert made == []
+    asked = _spec(team, f"{team}_m", services) | {"sink": {"type": "postgres", "table": "t"}}
+    assert confine(parse_spec(asked), places).sink.dsn == places.database(team).dsn  # type: ignore[union-attr]
+    assert made == [team]
 
 
 def test_every_problem_of_a_request_is_named_at_once(services: Services, team_cluster: TeamCluster) -> None:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import psycopg
 import pytest
@@ -25,6 +26,7 @@ from jobs.submission import SparkRest
 from jobs.topics import ensure_topics
 from odin import victoria
 from odin.actor import login
+from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.paths import BIN_DIR
 from odin.registry import Refused
@@ -302,6 +304,10 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
         assert (got, sent) == (expected, expected)
         lines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
         assert not [line for line in lines if rotated in line]
+        masters = [n for n in Clusters(registry, state).nodes(team, "main").values() if n["role"] == "spark_master"]
+        for node in masters:  # what any team's member may open: the master's pages and JSON
+            for page in ("/", "/json/"):
+                assert rotated not in httpx.get(f"http://{node['host']}:{node['ports']['ui']}{page}", timeout=30).text
     finally:
         for name in specs:
             if registry.dagger(team, name) is not None:

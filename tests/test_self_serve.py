@@ -83,6 +83,15 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
     assert "bob is not a member of team" in bob.log("dagger_deploy", refused.run_id, "check")
     assert registry.dagger(team, "surge-api") is None
 
+    # The attack as it came: a member's sink upserting into the registry's members table.
+    platform_engineers = registry.members("platform")
+    members_sink = {"dsn": services.registry_url.replace("+psycopg", ""), "table": "members"}
+    attack = conf | {"name": "members-api", "sink_type": "postgres", "sink": members_sink}
+    refused = alice.wait("dagger_deploy", alice.trigger("dagger_deploy", attack), timeout=300)
+    assert refused.state == "failed"
+    assert "sink.dsn: the platform connects" in alice.log("dagger_deploy", refused.run_id, "check")
+    assert registry.dagger(team, "members-api") is None and registry.members("platform") == platform_engineers
+
     run = alice.wait("dagger_deploy", alice.trigger("dagger_deploy", conf), timeout=600)
     tasks = alice.task_states("dagger_deploy", run.run_id)
     assert run.state == "success", {t: ti.state for t, ti in tasks.items()}
