@@ -53,8 +53,8 @@ $(STAMPS)/protos: $(PROTOS) protos/build.py $(STAMPS)/venv
 
 jvm: $(STAMPS)/jvm ## class-data archive of Spark's classes: the driver JVM starts in about half the time
 
-$(STAMPS)/jvm: $(STAMPS)/venv jobs/jvm_archive.py
-	$(PY) -m jobs.jvm_archive
+$(STAMPS)/jvm: $(STAMPS)/venv jobs/engine/jvm_archive.py
+	$(PY) -m jobs.engine.jvm_archive
 	@touch $@
 
 buf: $(STAMPS)/buf ## buf (npm @bufbuild/buf), which judges schema changes of the stream catalog
@@ -91,12 +91,12 @@ bench: setup ## benchmarks (figures and ratios, not pass/fail)
 lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m odin.tf fmt -check -recursive terraform
+	$(PY) -m odin.provision.tf fmt -check -recursive terraform
 
 fmt: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(PY) -m odin.tf fmt -recursive terraform
+	$(PY) -m odin.provision.tf fmt -recursive terraform
 
 lock: ## re-resolve .ci/requirements.lock (pyspark-client excluded)
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 \

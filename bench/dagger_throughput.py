@@ -55,15 +55,15 @@ from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
-from jobs.generator import booking_logs, produce
-from jobs.topics import ensure_topics
 from jobs.udfs.s2 import s2_cell_ids
 from odin import victoria
 from odin.endpoints import Endpoints
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR, temporary_state_dir
 from odin.ports import stack_ports
 from odin.spec import Service
 from odin.stack import Stack
+from odin.traffic.generator import booking_logs, produce
 
 console = Console()
 PARTITIONS = 2

@@ -21,12 +21,12 @@ from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
-from jobs.generator import booking_logs, produce
-from jobs.topics import ensure_topics
 from odin import victoria
 from odin.endpoints import Endpoints
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR, REPO, default_state_dir
 from odin.stack import Stack
+from odin.traffic.generator import booking_logs, produce
 
 EVENTS = 100_000
 SPEC = REPO / "docs" / "examples" / "surge-demand.yaml"

@@ -7,7 +7,7 @@ On an isolated stack (temp state dir, free ports: Kafka, VictoriaMetrics, Postgr
    topics (2 partitions each).
 3. `--runs` times: a team member triggers `dagger_deploy` through Airflow's REST API v2 with the form's fields (the
    seed's surge query, 10 s watermark, sink VictoriaMetrics) and the bench watches, every 0.25 s, the driver's
-   status file (jobs/status.py) and the sink until its first row is queryable; then the dagger is stopped.
+   status file (jobs/engine/status.py) and the sink until its first row is queryable; then the dagger is stopped.
    Steps: scheduling (trigger → `check` starts), validate (`check`), preview (`preview`), submit + driver start
    (`deploy` starts → the driver's process writes its status: REST submission, the master placing the driver,
    Python and imports), query start (→ first progress: SparkSession, readStream, batch 0), first row (→ queryable
@@ -31,20 +31,20 @@ from daggers.events import booking_log_pb2
 from rich.console import Console
 from rich.table import Table
 
-from jobs.generator import booking_logs, produce
-from jobs.lifecycle import Daggers
-from jobs.status import read_status, status_path
-from jobs.topics import ensure_topics
+from jobs.engine.status import read_status, status_path
+from jobs.lifecycle.daggers import Daggers
 from odin import victoria
 from odin.airflow_api import AirflowApi
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
+from odin.kafka.topics import ensure_topics
 from odin.paths import temporary_state_dir
 from odin.ports import stack_ports
 from odin.registry.store import Registry
 from odin.spec import Service
 from odin.stack import Stack
+from odin.traffic.generator import booking_logs, produce
 
 console = Console()
 TARGET_S = 60.0

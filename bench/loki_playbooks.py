@@ -29,8 +29,6 @@ from rich.table import Table
 from loki.playbook import STANDARD_DIR, Playbook, load, standard_names
 from loki.report import RECOVERY_TARGET_S
 from loki.runner import run_playbook
-from odin.access import PLATFORM_TEAM
-from odin.actor import login
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
@@ -39,6 +37,8 @@ from odin.ports import stack_ports
 from odin.registry.store import Registry
 from odin.spec import Service
 from odin.stack import Stack
+from odin.teams.access import PLATFORM_TEAM
+from odin.teams.actor import login
 
 console = Console()
 TEAM, MEMBER = "loki", "alice"

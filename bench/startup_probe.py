@@ -6,9 +6,9 @@ runs) unchanged, after wrapping the engine's start-up steps so that each appends
 
 - `imported`: PySpark and the engine imported (the CLI imports the engine later; here it is imported first, to be
   wrapped, which moves that cost before `session_start` and changes nothing else);
-- `session_*`: jobs.engine.session_for (JVM start and SparkSession);
-- `prepare_*`: jobs.engine._prepare, inside it `datasource_*` (spark.dataSource.register) and `udfs_*`;
-- `frame_*`: jobs.engine.streaming_frame, inside it `load_*` (readStream...load(), once per stream);
+- `session_*`: jobs.engine.runner.session_for (JVM start and SparkSession);
+- `prepare_*`: jobs.engine.runner._prepare, inside it `datasource_*` (spark.dataSource.register) and `udfs_*`;
+- `frame_*`: jobs.engine.runner.streaming_frame, inside it `load_*` (readStream...load(), once per stream);
 - `start_*`: DataStreamWriter.start (the query starts);
 - `progress`: each batch's progress as the engine hands it to its telemetry (batch id, Spark's trigger `timestamp`,
   `durationMs`, input rows);
@@ -60,8 +60,8 @@ def instrument(timeline: Timeline) -> None:
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
     import jobs.cli  # noqa: F401  (imported here so that `imported` covers what `dagger run` imports)
-    import jobs.engine as engine
-    import jobs.telemetry as telemetry
+    import jobs.engine.runner as engine
+    import jobs.engine.telemetry as telemetry
 
     timeline.mark("imported")
     timeline.around(engine, "session_for", "session")

@@ -1,4 +1,4 @@
-"""Health of every team cluster and dagger, every minute, and the self-healing it calls for (jobs/healing.py): a
+"""Health of every team cluster and dagger, every minute, and the self-healing it calls for (jobs/health/checkup.py): a
 failed dagger is restarted from its checkpoint within its restart budget, then marked crashlooping and paged; a
 cluster with dead masters or workers is converged by Odin. Verdicts and reasons go to the task log as tables, to the
 TSDB (`dagger_health`, `cluster_health`) and to a JSON report per run; every action to the registry's history.
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def dagger_health() -> None:
     @task(execution_timeout=timedelta(minutes=15))
     def check() -> dict[str, Any]:
-        from jobs.requests import check_health
+        from dags.provider.requests.daggers import check_health
 
         params = get_current_context()["params"]
         return check_health(params["environment"], bool(params["heal"]), log.info)

@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
+from dags.provider.params import param_schemas
 from odin.cluster.spec import ClusterSpec
-from odin.params import param_schemas
 
 log = logging.getLogger(__name__)
 FIELDS = ["team", "name", "environment", "masters", "workers", "worker_cores", "worker_memory"]
@@ -29,7 +29,7 @@ def _params(*names: str, **extra: Param) -> dict[str, Param]:
 
 
 def _run(action: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
-    """Call odin.cluster.requests with the run's params and user; refusals fail the run without retries."""
+    """Call dags.provider.requests.clusters with the run's params and user; refusals fail the run without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from odin.cluster.lifecycle import ClusterError
@@ -57,7 +57,7 @@ def _run(action: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]
 def odin_provision_cluster() -> None:
     @task
     def provision() -> dict[str, Any]:
-        from odin.cluster import requests
+        from dags.provider.requests import clusters as requests
 
         return _run(requests.create)
 
@@ -76,7 +76,7 @@ def odin_provision_cluster() -> None:
 def odin_scale_cluster() -> None:
     @task
     def scale() -> dict[str, Any]:
-        from odin.cluster import requests
+        from dags.provider.requests import clusters as requests
 
         return _run(requests.scale)
 
@@ -102,7 +102,7 @@ def odin_scale_cluster() -> None:
 def odin_destroy_cluster() -> None:
     @task
     def destroy() -> dict[str, Any]:
-        from odin.cluster import requests
+        from dags.provider.requests import clusters as requests
 
         return _run(requests.destroy, run_id=get_current_context()["dag_run"].run_id)
 

@@ -15,11 +15,13 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
-from jobs.form import choices, form_fields
-from jobs.trigger import DeployDaggerOperator, UpdateDaggerOperator
+from dags.provider.operators.daggers import DeployDaggerOperator, UpdateDaggerOperator
+from dags.provider.params import form_fields
+from odin import form_choices
+from odin.paths import default_state_dir
 
 log = logging.getLogger(__name__)
-FIELDS = form_fields(*choices())
+FIELDS = form_fields(form_choices.read(default_state_dir()))  # a file: no registry when the DAG is parsed
 TAGS = ["daggers"]
 
 
@@ -31,7 +33,8 @@ FORM = tuple(FIELDS)  # the form's fields, in its order
 
 
 def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
-    """Call jobs.requests with the run's params and triggering user (never anything another task handed over);
+    """Call dags.provider.requests.daggers with the run's params and triggering user (never anything another task
+    handed over);
     refusals fail the run without retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -57,13 +60,13 @@ def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
 def dagger_deploy() -> None:
     @task
     def check() -> dict[str, Any]:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.check)
 
     @task
     def preview() -> int:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.preview)
 
@@ -91,13 +94,13 @@ def dagger_deploy() -> None:
 def dagger_update() -> None:
     @task
     def check() -> dict[str, Any]:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.check, update=True)
 
     @task
     def preview() -> int:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.preview, update=True)
 
@@ -116,7 +119,7 @@ def dagger_update() -> None:
 def dagger_stop() -> None:
     @task
     def stop() -> dict[str, Any]:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.stop, run_id=get_current_context()["dag_run"].run_id)
 
@@ -142,7 +145,7 @@ def dagger_stop() -> None:
 def dagger_failover() -> None:
     @task
     def failover() -> dict[str, Any]:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.failover, run_id=get_current_context()["dag_run"].run_id)
 
@@ -162,7 +165,7 @@ def dagger_failover() -> None:
 def dagger_list() -> None:
     @task
     def listing() -> list[dict[str, Any]]:
-        from jobs import requests
+        from dags.provider.requests import daggers as requests
 
         return _run(requests.listing)
 

@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from jobs.plan import DaggerPlan, plan_dagger
+from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.spec import DaggerSpec, SpecError, json_schema, load_spec, resolve_streams
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _reach_brokers(plan: DaggerPlan, verbose: bool) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from jobs.kafka_source import kafka_config
+    from jobs.engine.kafka_source import kafka_config
 
     checked: set[str] = set()
     for stream in plan.spec.streams:
@@ -132,7 +132,7 @@ def _hint(kind: str, plan: DaggerPlan | None) -> str | None:
 def _trace(exc: BaseException) -> str:
     """The full trace with its causes, like Python's, but each exception's text taken without the JVM (Spark is
     stopped by then, and str() of its exceptions calls into it)."""
-    from jobs.session import exception_text
+    from jobs.engine.session import exception_text
 
     chain: list[BaseException] = []
     e: BaseException | None = exc
@@ -159,7 +159,7 @@ def _failures(plan: DaggerPlan | None, verbose: bool = False, spark_log: Path | 
         err.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
     except Exception as e:
-        from jobs.session import root_cause
+        from jobs.engine.session import root_cause
 
         if verbose:
             err.print(_trace(e), markup=False, highlight=False)
@@ -223,8 +223,8 @@ def preview(
 ) -> None:
     """Run the query on the most recent events and print the result. Read-only: nothing goes to the sink, to
     dead-letter topics or to consumer groups, and no topic is created."""
-    from jobs.engine import preview as run_preview
-    from jobs.engine import session_for
+    from jobs.engine.runner import preview as run_preview
+    from jobs.engine.runner import session_for
 
     _logging(verbose)
     plan = _plan(spec)
@@ -257,9 +257,9 @@ def run(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`."""
-    from jobs.engine import run as run_dagger
-    from jobs.engine import session_for
-    from jobs.telemetry import event_rows, sentinel_rows
+    from jobs.engine.runner import run as run_dagger
+    from jobs.engine.runner import session_for
+    from jobs.engine.telemetry import event_rows, sentinel_rows
 
     _logging(verbose)
     plan = _plan(spec, state_dir)
@@ -294,7 +294,8 @@ def run(
         console.print(f"[green]done[/]: {summary}", soft_wrap=True)
 
 
-# -- the lifecycle on team clusters (jobs/lifecycle.py), as the dagger_* DAGs do it ---------------------------------
+# -- the lifecycle on team clusters (jobs/lifecycle/daggers.py), as the dagger_* DAGs do it
+# ---------------------------------
 
 UserOpt = Annotated[
     str,
@@ -307,13 +308,13 @@ UserOpt = Annotated[
 @contextmanager
 def _daggers(state_dir: Path | None) -> Iterator[Any]:
     """The local environment's registry as Daggers; a refusal or failed deployment is one message and exit 1."""
-    from jobs.lifecycle import Daggers, DeployError
-    from jobs.submission import SubmissionError
-    from odin.cluster.requests import platform
+    from jobs.lifecycle.daggers import Daggers, DeployError
+    from jobs.lifecycle.submission import SubmissionError
+    from odin.environment import opened
     from odin.registry import Refused, RegistryError
 
     try:
-        with platform(state_dir=state_dir) as (registry, state):
+        with opened(state_dir=state_dir) as (registry, state):
             yield Daggers(registry, state, lambda msg: console.print(msg, highlight=False, soft_wrap=True))
     except (Refused, RegistryError, DeployError, SubmissionError, LookupError) as e:
         what = "refused" if isinstance(e, Refused) else "error"
@@ -323,8 +324,8 @@ def _daggers(state_dir: Path | None) -> Iterator[Any]:
 
 
 def _actor(daggers: Any, user: str, action: str) -> str:
-    """Who acts: the OS login, or `--user` for a platform engineer (odin/actor.py)."""
-    from odin.actor import acting_user
+    """Who acts: the OS login, or `--user` for a platform engineer (odin/teams/actor.py)."""
+    from odin.teams.actor import acting_user
 
     return acting_user(daggers.registry, user or None, action=action)
 
@@ -384,8 +385,8 @@ def failover(
     state_dir: StateOpt = None,
 ) -> None:
     """Move every dagger of a team cluster to another cluster of the team, each resuming from its checkpoint."""
-    from jobs.failover import fail_over
-    from jobs.requests import failover_summary
+    from jobs.health.cluster_failover import fail_over
+    from jobs.health.tables import failover_summary
     from odin.cluster.lifecycle import Clusters
 
     with _daggers(state_dir) as daggers:
@@ -407,7 +408,7 @@ def switch_stream_command(
 ) -> None:
     """Serve a catalog stream from its failover Kafka cluster (or its primary again) and restart its daggers there,
     each resuming its checkpoint (platform engineers)."""
-    from jobs.kafka_failover import switch_stream
+    from jobs.health.kafka_failover import switch_stream
 
     if to not in ("failover", "primary"):
         console.print(f"[red]--to: {to!r} is neither failover nor primary[/]")
@@ -431,9 +432,9 @@ def list_daggers(
 ) -> None:
     """Your teams' deployed daggers (a platform engineer's: every team's): cluster, state, since, input rate, lag,
     schema versions."""
-    from jobs.requests import daggers_table
-    from odin.access import visible_teams
-    from odin.actor import login
+    from jobs.lifecycle.tables import daggers_table
+    from odin.teams.access import visible_teams
+    from odin.teams.actor import login
 
     with _daggers(state_dir) as daggers:
         teams = visible_teams(daggers.registry, login(), team)
@@ -449,10 +450,10 @@ def status(
     state_dir: StateOpt = None,
 ) -> None:
     """Health of team clusters and daggers now: verdict, reasons, driver, progress age, lag, rates, restarts."""
-    from jobs.healing import Checkup
-    from jobs.requests import health_tables
-    from odin.access import require_platform_engineer, visible_teams
-    from odin.actor import login
+    from jobs.health.checkup import Checkup
+    from jobs.health.tables import health_tables
+    from odin.teams.access import require_platform_engineer, visible_teams
+    from odin.teams.actor import login
 
     with _daggers(state_dir) as daggers:
         me = login()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from loki.playbook import Playbook, parse
-from odin.access import PLATFORM_TEAM, require_member
 from odin.registry import Refused, Registry
+from odin.teams.access import PLATFORM_TEAM, require_member
 
 PERF_CLUSTER = re.compile(r"^(perf|perf-.+|.+-perf)$")
 ACTION = "loki_run"

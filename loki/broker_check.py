@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from loki.feeder import Digest
-from odin.kafka_ends import fetched_end
+from loki.load.feeder import Digest
+from odin.kafka.ends import fetched_end
 
 TIMEOUT_S = 30.0  # one partition's read stalls no longer than this
 CHUNK = 10_000

@@ -15,8 +15,8 @@ from loki import playbook as playbooks
 from loki.access import authorise
 from loki.plan import ExperimentPlan, plan, template_values
 from loki.resources import environment_nodes, inventory, registry_of
-from odin.actor import acting_user
 from odin.registry import Refused, Registry
+from odin.teams.actor import acting_user
 
 PLAYBOOKS_DIR = playbooks.STANDARD_DIR
 
@@ -70,7 +70,7 @@ def _load(
 
 
 def _actor_of(user: str | None) -> Callable[[Registry], str]:
-    """The OS login, or `--user` for a platform engineer (recorded as an impersonation): odin.actor."""
+    """The OS login, or `--user` for a platform engineer (recorded as an impersonation): odin.teams.actor."""
     return lambda registry: acting_user(registry, user, action="loki_run")
 
 

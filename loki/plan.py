@@ -2,7 +2,7 @@
 may not run. Nothing is touched here; `loki simulate` runs only a plan without refusals.
 
 Refused: a fault target that matches nothing or anything outside `blast_radius`; load on a topic that is not a
-perf topic; a consumer reading a non-perf stream or writing anywhere but its team's places (loki/confine.py); a
+perf topic; a consumer reading a non-perf stream or writing anywhere but its team's places (loki/faults/confine.py); a
 broker fault on a broker that also holds non-perf topics (a broker cannot be paused for one topic: everything it
 holds would suffer), that serves a catalog data stream, or that does not answer (what it holds is unknown); with a
 target cluster, a driver or node of another cluster. Every check fails closed.
@@ -15,11 +15,12 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.spec import DaggerSpec, SpecError, parse_spec, read_mapping
-from loki.confine import consumer_refusals
+from jobs.spec import DaggerSpec, SpecError, parse_spec
+from loki.faults.confine import consumer_refusals
 from loki.playbook import NETWORK_FAULTS, PERF_SUFFIX, Consumer, Playbook
 from loki.resources import WORKER_OF, Resource, covered, matching
 from odin.endpoints import Endpoints, Node
+from odin.models import read_mapping
 from odin.registry.records import StreamRecord
 
 BROKER_FAULTS = ("pause", "kill", "broker_loss")

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from jobs.spec import SLUG, Duration, Model, parse_duration, read_mapping
+from odin.models import SLUG, Duration, Model, parse_duration, read_mapping
 
 PERF_SUFFIX = "-perf"
 STANDARD_DIR = Path(__file__).resolve().parent / "playbooks"  # the standard playbooks
@@ -120,7 +120,7 @@ class Feeder(Model):
         2, ge=1, le=64, description="Partitions of each perf topic Loki creates; an existing topic's are all fed."
     )
     keys: int = Field(5000, ge=1, le=10_000_000, description="Key cardinality (customers, drivers).")
-    city: str = Field("jakarta", description="Events' lat/long are around this city (jobs/generator.py CITIES).")
+    city: str = Field("jakarta", description="Events' lat/long are around this city (odin/traffic/generator.py).")
     malformed_ratio: float = Field(0.0, ge=0, le=0.5, description="Share of events sent as undecodable bytes.")
     seed: int = Field(0, description="Seed of the generator: the same playbook feeds the same events.")
     linger: Duration = Field(

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from jobs.checkpoint import latest_offsets
-from jobs.lifecycle import followed
-from loki.consumers import Consumer
+from jobs.engine.checkpoint import latest_offsets
+from jobs.lifecycle.daggers import followed
+from loki.load.consumers import Consumer
 from loki.playbook import Probe
 from loki.resources import driver_processes
 from odin import processes, victoria

@@ -25,10 +25,10 @@ import itertools
 import matplotlib.pyplot as plt
 
 from loki.broker_check import BrokerCheck
+from loki.load.truth import Comparison
 from loki.playbook import Playbook
 from loki.probes import WINDOW_S
 from loki.simulate import RunResult
-from loki.truth import Comparison
 from odin.registry import Registry
 
 RECOVERY_TARGET_S = 60.0

@@ -20,11 +20,12 @@ from pathlib import Path
 import psutil
 from confluent_kafka.admin import AdminClient
 
-from jobs.lifecycle import followed
+from jobs.lifecycle.daggers import followed
 from odin import processes
 from odin.cluster.health import check_cluster
 from odin.cluster.lifecycle import Clusters
-from odin.endpoints import Endpoints, Node
+from odin.endpoints import Node
+from odin.environment import connect_registry
 from odin.registry import Registry
 
 TIMEOUT_S = 5.0
@@ -146,4 +147,4 @@ def environment_nodes(environment: str, state_dir: Path | None) -> tuple[dict[st
 
 
 def registry_of(nodes: dict[str, Node]) -> Registry:
-    return Registry.connect(Endpoints(nodes).registry_url)
+    return connect_registry(nodes)

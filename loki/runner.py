@@ -14,22 +14,22 @@ from typing import Any
 
 from rich.console import Console
 
-from jobs.topics import ensure_topics
 from loki.access import ACTION, authorise, may_halt
 from loki.broker_check import check as check_broker
-from loki.faults import revert
-from loki.feeder import FATE_NAMES, Digest, run_feed
+from loki.faults.faults import revert
+from loki.faults.procs import ProcessId
+from loki.load.feeder import FATE_NAMES, Digest, run_feed
 from loki.plan import ExperimentPlan, plan, template_values
 from loki.playbook import Playbook
-from loki.procs import ProcessId
 from loki.report import build, write
 from loki.resources import environment_nodes, inventory, registry_of
 from loki.simulate import Simulation
 from loki.store import HALT_REQUESTED, SimulationStore, new_run_id
 from loki.verify import against_truth
+from odin.kafka.topics import ensure_topics
 from odin.registry import Registry
 
-Actor = Callable[[Registry], str]  # who acts, established with the registry at hand (odin.actor, the DAG's user)
+Actor = Callable[[Registry], str]  # who acts, established with the registry at hand (odin.teams.actor, the DAG's user)
 HALT_WAIT_S = 180
 TRUTH_WINDOW_S = 60.0  # the ground truth's windows (the surge query's)
 

@@ -19,20 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.lifecycle import Daggers, followed
-from jobs.topics import ensure_topics
-from loki import consumers as consumer_ops
-from loki.consumers import Consumer
-from loki.faults import Fault, FaultError
-from loki.feeder import Feed, run_feed
+from jobs.lifecycle.daggers import Daggers, followed
+from loki.faults.faults import Fault, FaultError
+from loki.faults.procs import ProcessId, start_time
+from loki.faults.watchdog import LIMIT_MARGIN_S, ConsumerOrder, FaultOrder, Orders, Restore, Watchdog
+from loki.load import consumers as consumer_ops
+from loki.load.consumers import Consumer
+from loki.load.feeder import Feed, run_feed
 from loki.plan import NETWORK_FAULTS, ExperimentPlan
 from loki.probes import WINDOW_S, Observer, Sample, judge
-from loki.procs import ProcessId, start_time
 from loki.resources import WORKER_OF, Resource
 from loki.store import SimulationStore
-from loki.watchdog import LIMIT_MARGIN_S, ConsumerOrder, FaultOrder, Orders, Restore, Watchdog
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints, Node
+from odin.kafka.topics import ensure_topics
 from odin.registry import Registry
 from odin.spec import Service
 
@@ -150,7 +150,7 @@ class Simulation:
     # -- the run -----------------------------------------------------------------------------------------------
 
     def _start_watchdog(self) -> None:
-        """The process that ends this run's faults if this one dies or hangs (loki/watchdog.py)."""
+        """The process that ends this run's faults if this one dies or hangs (loki/faults/watchdog.py)."""
         me = ProcessId.me()
         limit = self.book.safeguards.max_duration.total_seconds() + START_TIMEOUT_S + LIMIT_MARGIN_S
         orders = Orders(run_id=self.result.run_id, owner_pid=me.pid, owner_started=me.started,

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import insert, select, update
 
+from loki.faults.procs import start_time
 from loki.playbook import Playbook
-from loki.procs import start_time
 from odin.registry import Registry
 from odin.registry.schema import simulation_journal, simulations
 

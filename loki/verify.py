@@ -3,13 +3,13 @@ acknowledged (and, when some were indeterminate, over those too, as the upper bo
 
 from __future__ import annotations
 
-from jobs.engine import batch_over
-from jobs.plan import plan_dagger
-from jobs.session import spark_session
-from loki.feeder import ACKED, PENDING, Digest
+from jobs.engine.plan import plan_dagger
+from jobs.engine.runner import batch_over
+from jobs.engine.session import spark_session
+from loki.load.feeder import ACKED, PENDING, Digest
+from loki.load.truth import Comparison, compare, read_postgres_sink
 from loki.playbook import Playbook
 from loki.simulate import RunResult
-from loki.truth import Comparison, compare, read_postgres_sink
 
 
 def against_truth(

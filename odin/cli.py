@@ -15,9 +15,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.table import Table
 
-from jobs.spec import SLUG, format_errors
-from odin.access import PLATFORM_TEAM, require_member, require_platform_engineer
-from odin.actor import login
+from odin import form_choices
 from odin.alerting.routing import RoutingError, team_receiver
 from odin.catalog import PERF_SUFFIX, CatalogError
 from odin.catalog.schemas import BufError
@@ -25,13 +23,17 @@ from odin.catalog.sync import StreamSync
 from odin.cluster.lifecycle import ClusterError, ClusterReport, Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
+from odin.environment import connect_registry
+from odin.models import SLUG, format_errors
+from odin.provision.terraform import TerraformError
 from odin.registry import Refused, Registry, RegistryError
 from odin.registry.records import ClusterRecord
 from odin.spec import Service
 from odin.stack import NodeStatus, PreflightError, Stack
-from odin.team_databases import team_database
-from odin.team_secrets import TeamSecrets, check
-from odin.terraform import TerraformError
+from odin.teams.access import PLATFORM_TEAM, require_member, require_platform_engineer
+from odin.teams.actor import login
+from odin.teams.databases import team_database
+from odin.teams.secrets import TeamSecrets, check
 
 app = typer.Typer(
     help="Odin provisions the platform: Terraform declares hosts, Ansible configures them.",
@@ -219,7 +221,7 @@ def catalog_sync_command(env: EnvOpt = "local", state_dir: StateOpt = None) -> N
 def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
     """The streams in the environment's registry: topics, message, schema version."""
     try:
-        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+        registry = connect_registry(Stack(env, state_dir).nodes())
     except (RegistryError, LookupError) as e:
         raise _fail(str(e)) from None
     try:
@@ -238,7 +240,7 @@ def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
 
 def _first_platform_engineer(stack: Stack) -> str | None:
     """A new registry's first platform engineer is the OS user who brought it up; later ones are added by them."""
-    registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
+    registry = connect_registry(stack.nodes())
     try:
         if registry.members(PLATFORM_TEAM):
             return None
@@ -262,7 +264,7 @@ app.add_typer(cluster_app, name="cluster")
 def _registry(env: str, state_dir: Path | None) -> Iterator[Registry]:
     """The environment's registry; a clear message and exit 2 if there is none."""
     try:
-        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+        registry = connect_registry(Stack(env, state_dir).nodes())
     except LookupError:
         raise _fail(f"environment {env!r} has no registry: run `odin up`") from None
     except RegistryError as e:
@@ -307,6 +309,7 @@ def team_add(
             registry.add_member(name, user)
         if auto_failover is not None:
             registry.set_auto_failover(name, auto_failover)
+        form_choices.refresh(registry, Stack(env, state_dir).state_dir)
         failover = "on" if registry.auto_failover(name) else "off"
         console.print(f"team {name}: members {', '.join(registry.members(name)) or 'none'}; auto-failover {failover}")
         database = team_database(name, state_dir, env)
@@ -472,11 +475,9 @@ def cluster_destroy(
 ) -> None:
     """Stop every process of the cluster and destroy it (refused while daggers run on it, unless they are stopped or
     moved)."""
-    from odin.cluster.requests import relocation
 
     def destroy(c: Clusters, user: str) -> None:
-        relocate = relocation(c.registry, c.state_dir, user, console.print)
-        c.destroy(team, name, user, stop_daggers=stop_daggers, move_daggers_to=move_daggers_to, relocate=relocate)
+        c.destroy(team, name, user, stop_daggers=stop_daggers, move_daggers_to=move_daggers_to)
 
     _on_cluster("destroy", team, name, env, state_dir, destroy)
     console.print(f"cluster {team}/{name} destroyed")
@@ -515,10 +516,10 @@ def mirror(
     import signal
     import threading
 
-    from odin.mirror import Mirror, MirrorError
+    from odin.kafka.mirror import Mirror, MirrorError
 
     if perf:
-        registry = Registry.connect(Endpoints(Stack(env, state_dir).nodes()).registry_url)
+        registry = connect_registry(Stack(env, state_dir).nodes())
         try:
             stream, twin = registry.stream(perf), registry.stream(f"{perf}{PERF_SUFFIX}")
         finally:

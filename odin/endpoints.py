@@ -10,7 +10,7 @@ from typing import Any
 Node = dict[str, Any]
 DATA_BROKER, PERF_BROKER = "kafka-broker", "kafka-perf"  # the local environment's two Kafka clusters (one node each)
 # PostgreSQL's roles (ansible/roles/postgres): the bootstrap superuser, reachable on the unix socket only, and one
-# role per platform service, none of which a team holds (a team's own role: odin/team_databases.py).
+# role per platform service, none of which a team holds (a team's own role: odin/teams/databases.py).
 PG_SUPERUSER = "postgres"
 REGISTRY_ROLE, AIRFLOW_ROLE, SANDBOX_ROLE = "odin_registry", "odin_airflow", "odin_daggers"
 
@@ -67,7 +67,7 @@ class Endpoints:
     def postgres_dsn(self) -> str:
         """Database `daggers`, the platform's own scratch database for daggers it runs itself outside any team
         cluster (Loki's local consumers, `make demo`). No team holds its role; a team's daggers write to the
-        team's database (odin/team_databases.py)."""
+        team's database (odin/teams/databases.py)."""
         passfile = self.postgres_passfile(SANDBOX_ROLE)
         return f"postgresql://{SANDBOX_ROLE}@{self.postgres_address}/daggers?passfile={passfile}"
 

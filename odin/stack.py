@@ -13,18 +13,18 @@ from typing import Any
 
 from sqlalchemy import create_engine
 
-from odin import catalog, health, processes
+from odin import catalog, form_choices, health, processes
 from odin.alerting import routing
-from odin.ansible import PlaybookResult, run_playbook
 from odin.catalog import sync as catalog_sync
 from odin.catalog.sync import StreamSync
 from odin.cluster.secret import ensure_secret
 from odin.endpoints import Endpoints
-from odin.inventory import build_inventory
 from odin.paths import BIN_DIR, REPO
+from odin.provision.ansible import PlaybookResult, run_playbook
+from odin.provision.inventory import build_inventory
+from odin.provision.terraform import Plan, Terraform
 from odin.registry import Registry, migrate
 from odin.spec import AppliedStack, Service, StackSpec
-from odin.terraform import Plan, Terraform
 
 Node = dict[str, Any]
 Progress = Callable[[str], None]
@@ -241,9 +241,11 @@ class Stack:
                 perf = where.perf_kafka_bootstrap
             except LookupError:  # an environment without a perf cluster: twins live beside their streams
                 perf = None
-            return catalog_sync.sync(
+            synced = catalog_sync.sync(
                 registry, catalog.load(), self.environment, where.kafka_bootstrap, actor, environment_perf_kafka=perf
             )
+            form_choices.refresh(registry, self.state_dir)
+            return synced
         finally:
             registry.close()
 

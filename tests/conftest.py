@@ -35,7 +35,7 @@ os.environ["ODIN_CALLER_CANARY"] = "a-secret-of-the-caller"
 
 from pyspark.sql import SparkSession
 
-from jobs.session import spark_session
+from jobs.engine.session import spark_session
 from odin import pg_roles
 from odin.endpoints import Endpoints
 from odin.paths import temporary_state_dir as state_dir
@@ -180,9 +180,9 @@ class TeamDb:
 
 @pytest.fixture(scope="session")
 def team_database(services: Services) -> TeamDb:
-    """One team's database for the session (made through odin/team_databases.py, the platform's own way)."""
-    from odin.team_databases import ensure_team_database
-    from odin.team_secrets import TeamSecrets
+    """One team's database for the session (made through odin/teams/databases.py, the platform's own way)."""
+    from odin.teams.databases import ensure_team_database
+    from odin.teams.secrets import TeamSecrets
 
     assert services.stack is not None
     team, secrets = f"t{uuid.uuid4().hex[:8]}", TeamSecrets(services.stack.state_dir)
@@ -213,8 +213,8 @@ def registry(empty_db: str) -> Iterator[Registry]:
 def ordinary_login(services: Services) -> Iterator[str]:
     """The OS login (what the CLIs act as) as an ordinary user for the test: not a platform engineer, which Loki's
     tests make it in the session's registry; restored afterwards."""
-    from odin.access import PLATFORM_TEAM
-    from odin.actor import login
+    from odin.teams.access import PLATFORM_TEAM
+    from odin.teams.actor import login
 
     registry = Registry.connect(services.registry_url)
     was = login() in registry.members(PLATFORM_TEAM)

@@ -14,12 +14,12 @@ from typing import Any
 import psycopg
 
 from loki.store import Simulation, SimulationStore
-from odin.access import PLATFORM_TEAM
-from odin.actor import login
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
-from odin.team_databases import team_database
-from odin.team_secrets import TeamSecrets
+from odin.teams.access import PLATFORM_TEAM
+from odin.teams.actor import login
+from odin.teams.databases import team_database
+from odin.teams.secrets import TeamSecrets
 from tests.conftest import Services
 
 ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}

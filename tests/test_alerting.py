@@ -22,10 +22,9 @@ import psutil
 import pytest
 import yaml
 
-from jobs.generator import booking_logs, produce
-from jobs.healing import Checkup, alertmanager_pager
-from jobs.health import DaggerHealth, HealthPolicy
-from jobs.lifecycle import Daggers
+from jobs.health.checkup import Checkup, alertmanager_pager
+from jobs.health.judge import DaggerHealth, HealthPolicy
+from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
 from odin.alerting import routing
 from odin.cluster.lifecycle import Clusters
@@ -34,6 +33,7 @@ from odin.processes import of_node
 from odin.registry import Registry
 from odin.registry.records import AlertRecord
 from odin.spec import Service
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, TeamCluster
 from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches

@@ -18,14 +18,14 @@ from confluent_kafka.admin import AdminClient
 from py4j.protocol import Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
-from jobs.engine import preview
-from jobs.generator import booking_logs, produce
-from jobs.offsets import DataLossError
-from jobs.plan import plan_dagger
-from jobs.session import broken_by_signal, root_cause
+from jobs.engine.offsets import DataLossError
+from jobs.engine.plan import plan_dagger
+from jobs.engine.runner import preview
+from jobs.engine.session import broken_by_signal, root_cause
 from jobs.sinks import SinkError
 from jobs.spec import parse_spec
 from odin.paths import BIN_DIR
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, TeamDb, consume_all
 from tests.test_dagger import START, new_topic, spec_file, surge_counts, surge_rows, surge_spec, surge_truth
 
@@ -181,7 +181,7 @@ DATA_LOSS = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with excepti
 Traceback (most recent call last):
   File "/work/main/jobs/kafka_source.py", line 228, in latestOffset
     end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
-jobs.offsets.DataLossError: events may have been lost: the checkpoint does not match the broker
+jobs.engine.offsets.DataLossError: events may have been lost: the checkpoint does not match the broker
   t-1[0]: the checkpoint resumes at offset 2000, the broker holds [0, 500) (beyond its end)
 If this is expected, start over with `dagger run --reset-checkpoint`.
  SQLSTATE: 38000"""

@@ -14,20 +14,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jobs.generator import booking_logs, produce
-from jobs.lifecycle import Daggers
+from jobs.lifecycle.daggers import Daggers
+from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
-from jobs.submission import SparkRest
 from odin.cluster.health import check_cluster, health
 from odin.cluster.lifecycle import Clusters
-from odin.cluster.requests import relocation
 from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR, REPO
 from odin.processes import of_node
+from odin.provision.terraform import Terraform
 from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
-from odin.terraform import Terraform
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services
 from tests.loki_runs import assert_accounted, assert_exact, simulate
 from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
@@ -157,8 +156,7 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
         assert rest.status(deployed.submission_id).state == "RUNNING"  # type: ignore[arg-type]
 
         clusters.create(ClusterSpec(team=team, name="spare", workers=1, worker_cores=2, worker_memory="2g"), "alice")
-        relocate = relocation(registry, clusters.state_dir, "alice", print)
-        clusters.destroy(team, "ha", "alice", move_daggers_to="spare", relocate=relocate)
+        clusters.destroy(team, "ha", "alice", move_daggers_to="spare")  # the lifecycle moves it (its entry point)
         moved = registry.dagger(team, "surge-ha")
         assert moved is not None and (moved.state, moved.cluster) == ("running", "spare")
         third = list(booking_logs(1_000, seed=43, start=start + timedelta(minutes=20), rate=10))
@@ -222,7 +220,11 @@ def test_the_gcp_root_is_formatted_and_parses_offline(tmp_path: Path) -> None:
     env = {**os.environ, "TF_DATA_DIR": str(tmp_path / ".terraform"), "TF_CLI_CONFIG_FILE": os.devnull}
     for args in (["fmt", "-check", "-recursive", str(REPO / "terraform")], ["get", "-no-color"]):
         run = subprocess.run(
-            [str(BIN_DIR / "python"), "-m", "odin.tf", *args], cwd=root, env=env, capture_output=True, text=True
+            [str(BIN_DIR / "python"), "-m", "odin.provision.tf", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert run.returncode == 0, run.stdout + run.stderr
     assert "cluster.master in ../../modules/service_node" in run.stdout

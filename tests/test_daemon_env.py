@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psutil
 
-from jobs.lifecycle import Daggers
+from jobs.engine.status import read_status, status_path
+from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
-from jobs.status import read_status, status_path
 from odin.cluster.lifecycle import Clusters
 from odin.processes import of_node
 from tests.conftest import Services, TeamCluster

@@ -26,14 +26,14 @@ from confluent_kafka import Consumer, TopicPartition
 from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
-from jobs.engine import preview, run, warm_up
-from jobs.generator import booking_logs, driver_pings, produce
-from jobs.plan import plan_dagger
+from jobs.engine.plan import plan_dagger
+from jobs.engine.runner import preview, run, warm_up
 from jobs.sinks import read_log
 from jobs.spec import parse_spec
-from jobs.topics import ensure_topics
 from odin import victoria
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
+from odin.traffic.generator import booking_logs, driver_pings, produce
 from tests.conftest import Services, TeamDb, consume_all, latest_by_key
 from tests.seeds import SUPPLY_SQL, SURGE_SQL
 
@@ -508,8 +508,8 @@ def test_warm_up_reads_an_event_per_task(
 SHIPPED_PROBE = """
 import json, sys
 from pathlib import Path
-from jobs.engine import session_for
-from jobs.plan import plan_dagger
+from jobs.engine.runner import session_for
+from jobs.engine.plan import plan_dagger
 from jobs.spec import load_spec
 
 spark = session_for(plan_dagger(load_spec(Path(sys.argv[1]))), sys.argv[2])

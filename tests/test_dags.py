@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -15,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from jobs.generator import booking_logs
-from odin.access import PLATFORM_TEAM
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
+from odin.teams.access import PLATFORM_TEAM
+from odin.traffic.generator import booking_logs
 from tests.conftest import Services, TeamCluster
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth
@@ -41,6 +42,30 @@ def test_dags_import_without_errors() -> None:
     assert bag.dags["platform_health"].params["environment"] == "local"
     chaos = bag.dags["loki_chaos"].params
     assert chaos["playbook"] == "broker-pause" and {"rate_scale", "time_scale", "settle", "playbook_spec"} <= set(chaos)
+
+
+def test_parsing_the_dags_touches_no_database_or_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Airflow parses DAG files every few seconds: their dropdowns come from the choices file the platform writes
+    (odin/form_choices.py), never from the registry, which here does not even exist."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    Path(tmp_path / "airflow").mkdir()
+    choices = {"streams": ["booking-log"], "teams": ["pricing", "surge"], "clusters": ["main"]}
+    (tmp_path / "airflow" / "form-choices.json").write_text(json.dumps(choices))
+    monkeypatch.setenv("ODIN_HOME", str(tmp_path))
+    connections: list[object] = []
+
+    def refuse(sock: socket.socket, address: object) -> None:
+        connections.append(address)
+        raise OSError(f"a DAG file connected to {address} while being parsed")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {} and connections == []
+    form = bag.dags["dagger_deploy"].params
+    assert form.get_param("team").schema["enum"] == ["pricing", "surge"]
+    assert form.get_param("cluster").schema["enum"] == ["main"]
 
 
 def test_dags_use_only_airflow_3_apis() -> None:

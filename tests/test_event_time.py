@@ -1,4 +1,5 @@
-"""The stream's watermark from per-partition clocks (jobs/event_time.py), and late events told like Spark's windows."""
+"""The stream's watermark from per-partition clocks (jobs/engine/event_time.py), and late events told like Spark's
+windows."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from jobs.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
-from jobs.offsets import Clock, Partition, SourceOffset
+from jobs.engine.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
+from jobs.engine.offsets import Clock, Partition, SourceOffset
 
 S = 1_000_000  # µs
 DELAY = 60 * S

@@ -1,4 +1,5 @@
-"""Cluster failover on the real stack (jobs/failover.py): a team's cluster loses its master and workers; the
+"""Cluster failover on the real stack (jobs/health/cluster_failover.py): a team's cluster loses its master and workers;
+the
 health check, which the team allows to fail over, moves the dagger to the team's other cluster, where it resumes
 from its checkpoint and the sink stays exact. Refusals first: no other healthy cluster, and not a member."""
 
@@ -11,24 +12,24 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from jobs.generator import booking_logs, produce
-from jobs.healing import Checkup
-from jobs.health import HealthPolicy
-from jobs.lifecycle import Daggers
+from jobs.health.checkup import Checkup
+from jobs.health.judge import HealthPolicy
+from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
-from odin.actor import login
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
+from odin.teams.actor import login
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services
 from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches
 
 
 def _failover_cli(team: str, cluster: str, state_dir: str) -> subprocess.CompletedProcess[str]:
-    """`dagger failover` as the login (odin/actor.py)."""
+    """`dagger failover` as the login (odin/teams/actor.py)."""
     argv = [str(BIN_DIR / "dagger"), "failover", "--team", team, "--cluster", cluster]
     return subprocess.run([*argv, "--state-dir", state_dir], capture_output=True, text=True, timeout=300)
 

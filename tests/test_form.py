@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.form import request_from_params
+from jobs.lifecycle.request import request_from_params
 from jobs.spec import SpecError
 
 EXAMPLE = Path(__file__).parents[1] / "docs" / "examples" / "surge-demand.yaml"

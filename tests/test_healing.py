@@ -1,4 +1,5 @@
-"""Health checks and self-healing on the real stack (jobs/healing.py): a dagger whose driver is gone with the worker
+"""Health checks and self-healing on the real stack (jobs/health/checkup.py): a dagger whose driver is gone with the
+worker
 that would relaunch it is restarted from its checkpoint after Odin brings the worker back, exactly; a dagger that
 crashes on start is restarted within its budget, then marked crashlooping and paged once."""
 
@@ -18,17 +19,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jobs.generator import booking_logs, produce
-from jobs.healing import Checkup, Reports
-from jobs.health import DaggerHealth, HealthPolicy
-from jobs.lifecycle import Daggers, DeployError
+from jobs.engine.status import owner
+from jobs.health.checkup import Checkup, Reports
+from jobs.health.judge import DaggerHealth, HealthPolicy
+from jobs.lifecycle.daggers import Daggers, DeployError
 from jobs.spec import parse_spec
-from jobs.status import owner
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, TeamCluster
 from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from jobs.health import DaggerHealth, HealthPolicy, Observation, judge
-from jobs.status import DaggerStatus
-from jobs.submission import DriverStatus
+from jobs.engine.status import DaggerStatus
+from jobs.health.judge import DaggerHealth, HealthPolicy, Observation, judge
+from jobs.lifecycle.submission import DriverStatus
 from odin.cluster.health import ClusterHealth
 from odin.registry.records import DaggerRecord
 

@@ -21,15 +21,16 @@ import pytest
 import yaml
 from sqlalchemy import make_url
 
-from jobs.checkpoint import Identity, differences
-from jobs.form import request_from_params
-from jobs.lifecycle import Daggers, Deployment
-from jobs.placement import confine
-from jobs.spec import MAX_SPEC_BYTES, SpecError, load_spec, parse_spec
-from odin.actor import login
+from jobs.engine.checkpoint import Identity, differences
+from jobs.lifecycle.daggers import Daggers, Deployment
+from jobs.lifecycle.placement import confine
+from jobs.lifecycle.request import request_from_params
+from jobs.spec import SpecError, load_spec, parse_spec
+from odin.models import MAX_SPEC_BYTES
 from odin.paths import BIN_DIR, REPO
 from odin.registry import Refused
 from odin.registry.records import DaggerRecord
+from odin.teams.actor import login
 from tests.conftest import Services, TeamCluster
 from tests.test_lifecycle import CATALOG, _spec
 

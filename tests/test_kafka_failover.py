@@ -1,4 +1,5 @@
-"""Kafka failover with two real brokers (odin/mirror.py, jobs/kafka_failover.py): the mirror job copies a catalog
+"""Kafka failover with two real brokers (odin/kafka/mirror.py, jobs/health/kafka_failover.py): the mirror job copies a
+catalog
 stream's topic into the failover broker with every offset kept; the primary broker is killed (Tansu keeps topics in
 memory: its data is gone); the health check switches the stream to the mirror and restarts its dagger there, which
 resumes its checkpoint: the sink stays exact."""
@@ -16,23 +17,23 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Producer
 
-from jobs.checkpoint import Identity, StreamIdentity, differences
-from jobs.generator import booking_logs, produce
-from jobs.healing import Checkup
-from jobs.health import HealthPolicy
-from jobs.kafka_failover import reachable
-from jobs.lifecycle import Daggers
+from jobs.engine.checkpoint import Identity, StreamIdentity, differences
+from jobs.health.checkup import Checkup
+from jobs.health.judge import HealthPolicy
+from jobs.health.kafka_failover import reachable
+from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
-from jobs.topics import ensure_topics
 from odin.catalog import Catalog
 from odin.catalog import sync as catalog_sync
 from odin.endpoints import DATA_BROKER, Endpoints
-from odin.mirror import Mirror, MirrorError
+from odin.kafka.mirror import Mirror, MirrorError
+from odin.kafka.topics import ensure_topics
 from odin.paths import temporary_state_dir
 from odin.ports import stack_ports
 from odin.processes import of_node
 from odin.spec import Service
 from odin.stack import Stack
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, TeamCluster
 from tests.test_dagger import influx_surge, surge_spec, surge_truth
 from tests.test_lifecycle import closing_markers, sink_reaches

@@ -1,4 +1,5 @@
-"""A dagger's life on its team's cluster (jobs/lifecycle.py): deployed in cluster mode through the REST API, exact in
+"""A dagger's life on its team's cluster (jobs/lifecycle/daggers.py): deployed in cluster mode through the REST API,
+exact in
 its sink, updated on its checkpoint, stopped; other teams refused before anything is touched."""
 
 from __future__ import annotations
@@ -18,20 +19,20 @@ import psycopg
 import pytest
 from daggers.events import booking_log_pb2
 
-from jobs.generator import booking_logs, produce
-from jobs.lifecycle import QUICK_JIT, Daggers
+from jobs.engine.status import read_status, status_path
+from jobs.lifecycle.daggers import QUICK_JIT, Daggers
+from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
-from jobs.status import read_status, status_path
-from jobs.submission import SparkRest
-from jobs.topics import ensure_topics
 from odin import victoria
-from odin.actor import login
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.registry import Refused
-from odin.team_databases import team_database
-from odin.team_secrets import TeamSecrets
+from odin.teams.actor import login
+from odin.teams.databases import team_database
+from odin.teams.secrets import TeamSecrets
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, TeamCluster, consume_all, latest_by_key
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import influx_surge, surge_truth

@@ -21,15 +21,15 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
-from jobs.generator import api_logs, produce
-from jobs.topics import ensure_topics
-from loki.network import Link
+from loki.faults.network import Link
 from loki.playbook import STANDARD_DIR
 from loki.store import SimulationStore
-from odin.kafka_ends import fetched_end
+from odin.kafka.ends import fetched_end
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.registry import Registry
 from odin.registry.records import StreamRecord
+from odin.traffic.generator import api_logs, produce
 from tests.conftest import Services, consume_all
 from tests.loki_runs import ENV, as_platform_engineer, assert_accounted, assert_exact, simulate, state_args
 
@@ -360,7 +360,8 @@ time.sleep(30)  # the connection stays open while the link is closed
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_a_link_forwards_and_closes_with_its_connections_open() -> None:
-    """A consumer behind a link (loki/network.py) reaches the host's port through the proxy; closing the link while
+    """A consumer behind a link (loki/faults/network.py) reaches the host's port through the proxy; closing the link
+    while
     connections are open ends them cleanly (a proxy stopped with pumps pending left coroutines that failed at
     garbage collection: 'Event loop is closed')."""
     echo = socket.create_server(("127.0.0.1", 0))

@@ -8,9 +8,9 @@ import yaml
 
 from loki.access import authorise, team_radius
 from loki.playbook import STANDARD_DIR, Playbook, parse
-from odin.access import PLATFORM_TEAM
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord
+from odin.teams.access import PLATFORM_TEAM
 
 
 def _book(team: str | None, cluster: str | None, playbook: str = "worker-loss", **changes: object) -> Playbook:

@@ -8,10 +8,10 @@ import time
 import uuid
 from datetime import timedelta
 
-from jobs.topics import ensure_topics
 from loki.broker_check import check
-from loki.feeder import ACKED, Feed, run_feed
+from loki.load.feeder import ACKED, Feed, run_feed
 from loki.playbook import Feeder, Steady
+from odin.kafka.topics import ensure_topics
 from odin.spec import StackSpec
 from odin.stack import Stack
 from tests.conftest import Services

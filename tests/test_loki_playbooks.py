@@ -15,14 +15,14 @@ import yaml
 from jobs.sinks.base import OutputShape
 from loki.broker_check import BrokerCheck
 from loki.cli import PLAYBOOKS_DIR
-from loki.feeder import ACKED, FAILED, PENDING, Feed, due
+from loki.load.feeder import ACKED, FAILED, PENDING, Feed, due
+from loki.load.truth import compare
 from loki.plan import plan
 from loki.playbook import Feeder, PlaybookError, Ramp, Spike, Steady, load, parse
 from loki.report import verdicts
 from loki.resources import Resource
 from loki.runner import playbook_from_params
 from loki.simulate import FaultRun, RunResult
-from loki.truth import compare
 from odin.paths import BIN_DIR
 from odin.registry.records import StreamRecord
 

@@ -17,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from odin.endpoints import Endpoints
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import WORKER_SLOTS, free_block, stack_ports
+from odin.registry import Registry
 from odin.stack import Stack
+from odin.teams.access import PLATFORM_TEAM
+from odin.teams.actor import login
 
 
 def odin(*args: str) -> subprocess.CompletedProcess[str]:
@@ -152,6 +156,20 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
     status = odin("status", "--state-dir", flags[1])
     assert status.returncode == 0
     assert all(n.name in status.stdout for n in nodes)
+
+
+def test_the_first_up_makes_its_login_the_first_platform_engineer(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
+    try:
+        assert registry.members(PLATFORM_TEAM) == [login()]
+        [entry] = registry.history(f"team:{PLATFORM_TEAM}")
+        assert (entry.actor, entry.action, entry.outcome) == (login(), "team_add", "ok")
+        again = odin("up", "--workers", "2", *flags)  # a later up makes nobody else one
+        assert again.returncode == 0 and "first platform engineer" not in again.stdout
+        assert registry.members(PLATFORM_TEAM) == [login()]
+    finally:
+        registry.close()
 
 
 def test_second_up_changes_nothing(full_stack: tuple[Stack, list[str]]) -> None:

@@ -1,4 +1,5 @@
-"""The Kafka source's batch planner (jobs/offsets.py), property-tested without a broker: for any backlogs, starts and
+"""The Kafka source's batch planner (jobs/engine/offsets.py), property-tested without a broker: for any backlogs,
+starts and
 limits, every planned end is within what exists, the limit is kept, and a backlog always makes progress."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+from jobs.engine.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
 
 
 @st.composite

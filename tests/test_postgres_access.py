@@ -16,8 +16,8 @@ from psycopg import errors, sql
 from odin import pg_roles
 from odin.endpoints import AIRFLOW_ROLE, PG_SUPERUSER, REGISTRY_ROLE, SANDBOX_ROLE
 from odin.registry import Registry, migrate
-from odin.team_databases import PASSWORD_ENV, ensure_team_database, pg_name, team_database
-from odin.team_secrets import TeamSecrets
+from odin.teams.databases import PASSWORD_ENV, ensure_team_database, pg_name, team_database
+from odin.teams.secrets import TeamSecrets
 from tests.conftest import Services, TeamDb
 
 NO_PASSFILE = "/nonexistent/pgpass"  # so no ~/.pgpass of whoever runs the tests answers for them

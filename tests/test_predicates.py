@@ -10,10 +10,10 @@ import pytest
 from daggers.events import booking_log_pb2
 from pyspark.sql import SparkSession
 
-from jobs.generator import booking_logs
-from jobs.plan import DaggerPlan, plan_dagger
-from jobs.protobuf import EVENTS, ROWTIME, SENTINEL, Decoder, find_message
+from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.events.protobuf import EVENTS, ROWTIME, SENTINEL, Decoder, find_message
 from jobs.spec import parse_spec
+from odin.traffic.generator import booking_logs
 
 COLUMNS = ["order_number", "status", "service_type", "city_id", "customer_id", "driver_id"]
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 from daggers.events import booking_log_pb2
 from google.protobuf import json_format, message_factory
 
-from jobs.generator import booking_logs
-from jobs.protobuf import INTERNAL, ROWTIME, Decoder, find_message
+from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, find_message
+from odin.traffic.generator import booking_logs
 
 
 def booking_decoder(columns: list[str] | None = None) -> Decoder:

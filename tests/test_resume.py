@@ -20,19 +20,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 
-from jobs.checkpoint import CheckpointError, last_committed_batch
-from jobs.engine import run
-from jobs.generator import booking_logs, produce
-from jobs.kafka_source import range_reader_config
-from jobs.offsets import DataLossError
-from jobs.plan import DaggerPlan, plan_dagger
+from jobs.engine.checkpoint import CheckpointError, last_committed_batch
+from jobs.engine.kafka_source import range_reader_config
+from jobs.engine.offsets import DataLossError
+from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.engine.runner import run
 from jobs.spec import KafkaSettings, StreamSpec, parse_spec
-from jobs.topics import ensure_topics
-from loki.network import Link, remove_rules
+from loki.faults.network import Link, remove_rules
 from odin import victoria
+from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.spec import StackSpec
 from odin.stack import Stack
+from odin.traffic.generator import booking_logs, produce
 from tests.conftest import Services, consume_all
 from tests.test_dagger import (
     START,
@@ -324,8 +324,8 @@ def test_a_partition_of_many_small_batches_is_read_on_tansu(own_broker: tuple[St
 PLANNER_IN_NAMESPACE = """
 import sys, time
 from confluent_kafka import KafkaException
-from jobs.kafka_source import KafkaStreamReader, SourceOptions
-from jobs.offsets import Partition
+from jobs.engine.kafka_source import KafkaStreamReader, SourceOptions
+from jobs.engine.offsets import Partition
 from jobs.spec import KafkaSettings, StreamSpec
 bootstrap, topic = sys.argv[1:]
 stream = StreamSpec(table="t", topics=[topic], proto="daggers.events.BookingLog",
@@ -347,7 +347,7 @@ while time.monotonic() < deadline:
 
 @dataclass
 class Partitionable:
-    """A topic, a link to Kafka (loki/network.py) and a planner-like client behind it: one client for its life,
+    """A topic, a link to Kafka (loki/faults/network.py) and a planner-like client behind it: one client for its life,
     asking where the topic ends, as a dagger's planner does."""
 
     link: Link

@@ -12,12 +12,12 @@ import httpx
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from jobs.generator import booking_logs
-from jobs.lifecycle import Daggers
+from jobs.lifecycle.daggers import Daggers
 from odin.airflow_api import AirflowApi, AirflowApiError, access_token
 from odin.endpoints import Endpoints
 from odin.paths import REPO
 from odin.spec import Service
+from odin.traffic.generator import booking_logs
 from tests.conftest import Services, TeamCluster
 from tests.seeds import SURGE_SQL
 from tests.test_dagger import surge_truth

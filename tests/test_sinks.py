@@ -23,7 +23,7 @@ from google.protobuf.message import Message
 from pyspark.sql import SparkSession
 
 import protos
-from jobs.plan import plan_dagger
+from jobs.engine.plan import plan_dagger
 from jobs.sinks import OutputShape, RetryPolicy, SinkError, open_sink, read_log
 from jobs.sinks.influx import InfluxWriter
 from jobs.sinks.kafka import KafkaWriter, commit_topic, transactional_id

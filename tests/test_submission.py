@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from jobs.submission import SparkRest
+from jobs.lifecycle.submission import SparkRest
 
 STANDBY = {
     "action": "CreateSubmissionResponse",

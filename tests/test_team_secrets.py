@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from jobs.engine import preview
-from jobs.plan import plan_dagger
+from jobs.engine.plan import plan_dagger
+from jobs.engine.runner import preview
+from jobs.lifecycle.placement import missing
 from jobs.spec import parse_spec
-from odin.team_secrets import TeamSecrets, missing
+from odin.teams.secrets import TeamSecrets
 from tests.conftest import Services
 
 SPEC = {

@@ -24,7 +24,7 @@ import s2sphere
 from daggers.events import booking_log_pb2
 from pyspark.sql import SparkSession
 
-from jobs.plan import DaggerPlan, plan_dagger
+from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.spec import parse_spec
 from jobs.udfs import AGGREGATES_AT_SQL_LEVEL, SCALAR_UDFS, SHADOWED_BY_BUILTINS, register_udfs
 from jobs.udfs.collections import element_at, java_split, list_contains, map_get, split

@@ -15,6 +15,7 @@ import math
 import os
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
@@ -22,8 +23,9 @@ from decimal import Decimal
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pyarrow as pa
+from sqlglot import exp
 
-from jobs.spec import DaggerSpec
+from jobs.spec import DaggerSpec, Sink
 
 log = logging.getLogger("jobs.sinks")
 
@@ -118,6 +120,14 @@ class BaseSink(ABC):
     """Template for a sink: replay detection, the retry loop, counters for telemetry."""
 
     kind: ClassVar[str]
+
+    @classmethod
+    def plan_problem(
+        cls, sink: Sink, shape: OutputShape, output_mode: str, types: Callable[[], Mapping[str, exp.DataType]]
+    ) -> str | None:
+        """What this sink cannot do with a query's output (None: it can), with the fix; asked when a dagger is
+        planned, before anything runs. `types`: the output columns' SQL types where known."""
+        return None
 
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
         self.dagger = dagger

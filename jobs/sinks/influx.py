@@ -17,33 +17,27 @@ new ones; VictoriaMetrics keeps one of the samples of that millisecond (the last
 
 A point timed at its write would break this (a replay lands at a new time; in update mode every update adds a point),
 so a dagger whose output has no time column is refused when planned (`dagger validate`, exit 2) and when the sink
-opens, unless sink.time_column names a timestamp output column (`check_plan`, `time_column_problem`). See
+opens, unless sink.time_column names a timestamp output column (``InfluxWriter.plan_problem`). See
 docs/sinks.md.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from sqlglot.optimizer.annotate_types import annotate_types
-from sqlglot.optimizer.qualify import qualify
 
 from jobs.sinks.base import BaseSink, OutputShape, RetryPolicy, SinkError, log, secret
-from jobs.spec import DaggerSpec, InfluxSink, SpecError
-from jobs.sql.parse import parse_query
-from jobs.udfs import SCALAR_UDFS
+from jobs.spec import DaggerSpec, InfluxSink, Sink
 
-if TYPE_CHECKING:  # the clients are imported when first used: `dagger validate` imports this module for check_plan
+if TYPE_CHECKING:  # the clients are imported when first used: planning imports this module for plan_problem
     import httpx
     from influxdb_client import InfluxDBClient, WriteApi
-
-    from jobs.plan import DaggerPlan
 
 CHUNK = 10_000  # lines per HTTP request
 _MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": " "})
@@ -104,24 +98,6 @@ _TIME_TYPES = (
 )
 
 
-def output_types(plan: DaggerPlan) -> dict[str, exp.DataType]:
-    """The SQL type of each output column (lower-cased name) that sqlglot can infer from the streams' schemas without
-    Spark; columns it cannot follow (window bounds, UDF results) are left out. The writer checks the real type."""
-    schema = {s.table: {f.name: f.dataType.simpleString() for f in s.decoder.spark_schema.fields} for s in plan.streams}
-    try:
-        tree = parse_query(plan.query.spark_sql, SCALAR_UDFS.keys())
-        tree = qualify(tree, schema=schema, dialect="spark", validate_qualify_columns=False, quote_identifiers=False)
-        tree = annotate_types(tree, schema=schema, dialect="spark")
-    except Exception:  # best effort: sqlglot's inference is not Spark's, and the writer checks the real type anyway
-        return {}
-    unknown = (exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL)
-    return {
-        select.alias_or_name.lower(): select.type
-        for select in tree.selects
-        if select.type is not None and not select.type.is_type(*unknown)
-    }
-
-
 def time_column_problem(
     sink: InfluxSink,
     shape: OutputShape,
@@ -173,14 +149,6 @@ def time_column_problem(
     )
 
 
-def check_plan(plan: DaggerPlan) -> None:
-    """Refuse, before anything runs, an influx sink whose points would not take their time from the row."""
-    if isinstance(plan.spec.sink, InfluxSink):
-        problem = time_column_problem(plan.spec.sink, plan.shape, plan.output_mode, output_types(plan))
-        if problem is not None:
-            raise SpecError(problem)
-
-
 def _epoch_ms(column: pa.ChunkedArray) -> list[int | None]:
     """A timestamp column as epoch milliseconds (sub-ms truncated), without a Python datetime per row."""
     if pa.types.is_date(column.type):
@@ -191,13 +159,21 @@ def _epoch_ms(column: pa.ChunkedArray) -> list[int | None]:
 class InfluxWriter(BaseSink):
     kind = "influx"
 
+    @classmethod
+    def plan_problem(
+        cls, sink: Sink, shape: OutputShape, output_mode: str, types: Callable[[], Mapping[str, exp.DataType]]
+    ) -> str | None:
+        """An influx sink needs each point's time from its row, not the write time."""
+        assert isinstance(sink, InfluxSink)
+        return time_column_problem(sink, shape, output_mode, types())
+
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
         super().__init__(dagger, shape, retry)
         sink = dagger.sink
         assert isinstance(sink, InfluxSink)
         self.sink = sink
         self.measurement = sink.measurement or dagger.name
-        # The planner refuses these already (check_plan); a writer opened another way must not time points at write.
+        # The planner refuses these already (plan_problem); a writer opened another way must not time points at write.
         problem = time_column_problem(sink, shape)
         time_column = sink.time_column or shape.time_column
         if problem is not None or time_column is None:

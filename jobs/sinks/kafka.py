@@ -40,7 +40,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
-from jobs.protobuf import WRAPPERS, SchemaError, find_message, is_map
+from jobs.events.protobuf import WRAPPERS, SchemaError, find_message, is_map
 from jobs.sinks.base import (
     BaseSink,
     OutputShape,
@@ -55,7 +55,7 @@ from jobs.sinks.base import (
     utc,
 )
 from jobs.spec import DaggerSpec, KafkaSink
-from jobs.topics import ensure_topics
+from odin.kafka.topics import ensure_topics
 
 TIMEOUT_S = 30.0
 _SHARED_CLIENT_KEYS = ("security.", "sasl.", "ssl.", "client.dns.", "broker.address.family", "socket.")

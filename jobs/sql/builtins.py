@@ -102,9 +102,9 @@ def _generate() -> list[tuple[str, str, str]]:
 
     The group alone misses aggregates filed elsewhere (hll_sketch_agg is in sketch_funcs), so the implementing class
     is checked too; builders (e.g. percentile_cont) have no such class and rely on the group."""
-    from jobs.session import spark_session
+    from pyspark.sql import SparkSession  # a plain local session: the SQL folder needs nothing of the engine's
 
-    spark = spark_session("daggers-sql-builtins")
+    spark = SparkSession.builder.master("local[1]").appName("daggers-sql-builtins").getOrCreate()
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     catalog = spark._jsparkSession.sessionState().catalog()

@@ -11,7 +11,7 @@ are linear to check and far above what an analyst writes (the seeds' queries use
   deep (a + b + ... is a chain as deep as it is long; a list of short expressions is wide, not deep).
 
 Spark replaces `${env:NAME}`, `${system:NAME}` and `${spark.*}` in SQL text with the host's values; every session
-turns that off (jobs/session.py), and `${` is refused here so a query never depends on it.
+turns that off (jobs/engine/session.py), and `${` is refused here so a query never depends on it.
 """
 
 from __future__ import annotations

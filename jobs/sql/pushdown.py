@@ -6,7 +6,8 @@ literals, and the SELECT reads the stream directly, the reader evaluates it with
 Arrow batch it has just decoded, and the SQL reads the result as a column (`__udf_1`). Functions are pure, so the
 rows are the same; the same call written twice (SELECT and GROUP BY) becomes one column.
 
-Simple WHERE conditions on such a SELECT's fields are evaluated in the reader too (jobs/predicates.py): events the
+Simple WHERE conditions on such a SELECT's fields are evaluated in the reader too (jobs/events/predicates.py): events
+the
 query drops are not sent to Spark at all, and those conditions leave the SQL (with the fields only they read).
 """
 
@@ -18,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from jobs.predicates import STRING_OPERATORS, Predicate
-from jobs.protobuf import Computed
+from jobs.events.predicates import STRING_OPERATORS, Predicate
+from jobs.events.protobuf import Computed
 from jobs.sql.parse import parse_query
 
 PREFIX = "__udf_"
@@ -162,7 +163,7 @@ def push_filters(
     spark_sql: str, table: str, fields: dict[str, pa.DataType], udfs: Iterable[str]
 ) -> tuple[str, list[Predicate]]:
     """The WHERE conjuncts of a query that is one SELECT over `table` alone which the reader can evaluate exactly
-    (see jobs/predicates.py), given the type each top-level field has in Spark, and the query without them.
+    (see jobs/events/predicates.py), given the type each top-level field has in Spark, and the query without them.
     Unchanged (and no predicates) when there are none."""
     root = parse_query(spark_sql, udfs)
     selects = list(root.find_all(exp.Select))

@@ -48,7 +48,7 @@ class Query:
     window: timedelta = timedelta(0)  # longest event-time window (session: its gap); 0 if none or not known
     stateful_operators: int = 0  # aggregations, DISTINCTs, joins and LIMITs: each keeps state in a stream
     # (kind, size µs, slide µs) of the window of a query whose only stateful operator groups `rowtime` by it: the
-    # reader tells its late events (jobs/event_time.py). None otherwise.
+    # reader tells its late events (jobs/engine/event_time.py). None otherwise.
     event_window: tuple[str, int, int | None] | None = None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from jobs.spec import SLUG, format_errors
+from odin.models import SLUG, format_errors
 
 CATALOG_FILE = Path(__file__).resolve().parent / "streams.yaml"
 PERF_SUFFIX = "-perf"

@@ -13,23 +13,25 @@ import random
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from jobs.spec import format_errors
-from odin.ansible import PlaybookResult, run_playbook
+from odin import form_choices
 from odin.cluster.health import ClusterHealth, check_cluster, wait_healthy
 from odin.cluster.secret import ensure_secret, secret_file
 from odin.cluster.spec import ClusterSpec
-from odin.inventory import build_inventory
+from odin.models import format_errors
 from odin.paths import TERRAFORM_DIR
 from odin.ports import free_block
+from odin.provision.ansible import PlaybookResult, run_playbook
+from odin.provision.inventory import build_inventory
+from odin.provision.terraform import Plan, Terraform
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
 from odin.stack import extravars
-from odin.terraform import Plan, Terraform
 
 PORT_BLOCK = 48  # terraform/modules/spark_cluster: 5 masters x 3, ZooKeeper, 16 workers x 2
 HEALTH_TIMEOUT_S = 90.0
@@ -37,6 +39,15 @@ Progress = Callable[[str], None]
 Node = dict[str, Any]
 # What destroy does with daggers still running: stop them, or move them to another cluster of the team.
 Relocate = Callable[[list[DaggerRecord], str | None], None]
+TENANTS = "odin.cluster_tenants"  # the entry point group of what runs on clusters and moves off them (the daggers')
+
+
+def tenants(registry: Registry, state_dir: Path, actor: str, log: Progress) -> Relocate:
+    """What stops or moves the daggers still on a cluster being destroyed, from the installed dagger lifecycle
+    (pyproject.toml's entry point): Odin provisions clusters and does not import what runs on them."""
+    [entry] = entry_points(group=TENANTS, name="daggers")
+    make: Callable[[Registry, Path, str, Progress], Relocate] = entry.load()
+    return make(registry, state_dir, actor, log)
 
 
 class ClusterError(RuntimeError):
@@ -174,8 +185,7 @@ class Clusters:
                     raise Refused(f"move_daggers_to: {name} is the cluster being destroyed")
                 if move_daggers_to is not None and self._ready(team, move_daggers_to) is None:
                     raise Refused(f"move_daggers_to: {team} has no ready cluster {move_daggers_to!r}")
-                if relocate is None:
-                    raise Refused("stopping or moving daggers needs the dagger lifecycle (odin.cluster.requests)")
+                relocate = relocate or tenants(self.registry, self.state_dir, actor, self.say)
                 detail["daggers"] = names
                 relocate(running, move_daggers_to)
             self.registry.set_cluster_state(team, name, "destroying")
@@ -191,6 +201,7 @@ class Clusters:
             tf.apply(tf.plan(self._variables(spec, record.addresses.get("port_base")), destroy=True))
             shutil.rmtree(self.root(team, name), ignore_errors=True)
             self.registry.set_cluster_state(team, name, "destroyed", addresses={})
+            form_choices.refresh(self.registry, self.state_dir)
 
     # -- steps ----------------------------------------------------------------------------------------------
 
@@ -225,6 +236,7 @@ class Clusters:
             raise
         addresses = {**record.addresses, **plan.outputs["addresses"]}
         self.registry.set_cluster_state(spec.team, spec.name, "ready", addresses=addresses, workers=spec.workers)
+        form_choices.refresh(self.registry, self.state_dir)
         ready = self.registry.cluster(spec.team, spec.name)
         assert ready is not None
         return ClusterReport(ready, plan.summary(), result)

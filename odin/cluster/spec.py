@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from jobs.spec import SLUG
+from odin.models import SLUG
 
 Environment = Literal["local", "gcp"]
 

@@ -55,7 +55,8 @@ teams = Table(
     metadata,
     Column("name", String(63), primary_key=True),
     Column("description", Text, nullable=False, server_default=""),
-    # health moves the team's daggers off a cluster that stays down to another of its clusters (jobs/failover.py)
+    # health moves the team's daggers off a cluster that stays down to another of its clusters
+    # (jobs/health/cluster_failover.py)
     Column("auto_failover", Boolean, nullable=False, server_default=false()),
     _now(),
     CheckConstraint(f"name ~ '{SLUG_SQL}'", name="slug"),
@@ -76,8 +77,8 @@ streams = Table(
     Column("description", Text, nullable=False, server_default=""),
     Column("kafka_cluster", String(63), nullable=False),
     Column("bootstrap_servers", Text, nullable=False),
-    # its Kafka cluster's failover: a mirror that keeps every partition's offsets (odin/mirror.py); `on_failover`:
-    # daggers read from the mirror since the primary went down (jobs/kafka_failover.py)
+    # its Kafka cluster's failover: a mirror that keeps every partition's offsets (odin/kafka/mirror.py); `on_failover`:
+    # daggers read from the mirror since the primary went down (jobs/health/kafka_failover.py)
     Column("failover_bootstrap_servers", Text, nullable=True),
     Column("on_failover", Boolean, nullable=False, server_default=false()),
     Column("topics", JSONB, nullable=False),

@@ -1,8 +1,21 @@
-variable "cluster" {
-  description = "team/name of the cluster."
-  type        = string
+# What Odin passes for every cluster (odin/cluster/lifecycle.py, as odin.tfvars.json), handed on as they are to
+# modules/spark_cluster: its variables.tf types, describes and validates each (inputs in its README.md).
+variable "cluster" {}
+variable "masters" {}
+variable "workers" {}
+variable "worker_cores" {}
+variable "worker_memory" {}
+
+# Each instance is a host of its own: the nodes' directory is the same path on each, and there is no port block
+# (port_base is accepted, as every environment takes the same variables, and unused: Spark's usual ports).
+variable "base_dir" {
+  default = "/var/lib/daggers"
+}
+variable "port_base" {
+  default = null
 }
 
+# The GCP settings of the cluster's spec (ClusterSpec.gcp), and this environment's own.
 variable "project" {
   description = "GCP project the cluster's instances and network live in."
   type        = string
@@ -52,37 +65,4 @@ variable "ssh_user" {
 variable "ssh_public_key" {
   description = "Public key installed for ssh_user."
   type        = string
-}
-
-variable "masters" {
-  description = "Spark masters (2 or more: ZooKeeper recovery, as the seeds' master_nodes = 3)."
-  type        = number
-}
-
-variable "workers" {
-  description = "Spark workers."
-  type        = number
-}
-
-variable "worker_cores" {
-  description = "Cores per worker."
-  type        = number
-}
-
-variable "worker_memory" {
-  description = "Memory per worker (512m, 2g)."
-  type        = string
-}
-
-# Accepted so that every environment takes the same variables; instances have a host each, so no port block.
-variable "base_dir" {
-  description = "Directory on each instance for data, logs and pid files."
-  type        = string
-  default     = "/var/lib/daggers"
-}
-
-variable "port_base" {
-  description = "Unused here: every node has its own host and Spark's usual ports."
-  type        = number
-  default     = null
 }

@@ -1,44 +1,15 @@
-variable "cluster" {
-  description = "team/name of the cluster."
-  type        = string
-}
+# What Odin passes (odin/cluster/lifecycle.py, as odin.tfvars.json), handed on as they are to
+# modules/spark_cluster: its variables.tf types, describes and validates each (inputs in its README.md).
+variable "cluster" {}
+variable "masters" {}
+variable "workers" {}
+variable "worker_cores" {}
+variable "worker_memory" {}
+variable "base_dir" {}
 
-variable "masters" {
-  description = "Spark masters (2 or more: ZooKeeper recovery)."
-  type        = number
-}
-
-variable "workers" {
-  description = "Spark workers."
-  type        = number
-}
-
-variable "worker_cores" {
-  description = "Cores per worker."
-  type        = number
-}
-
-variable "worker_memory" {
-  description = "Memory per worker (512m, 2g)."
-  type        = string
-}
-
-variable "base_dir" {
-  description = "Absolute directory for the cluster's data, logs and pid files."
-  type        = string
-  validation {
-    condition     = startswith(var.base_dir, "/")
-    error_message = "base_dir must be an absolute path."
-  }
-}
-
+# Required here: the cluster's processes share loopback, so they need the block of 48 ports Odin allocated.
 variable "port_base" {
-  description = "First port of the cluster's block of 48."
-  type        = number
-  validation {
-    condition     = var.port_base >= 1024 && var.port_base + 48 <= 65535
-    error_message = "port_base must leave 48 ports below 65536."
-  }
+  nullable = false
 }
 
 variable "bind_host" {

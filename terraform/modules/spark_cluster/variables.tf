@@ -44,8 +44,12 @@ variable "worker_memory" {
 }
 
 variable "base_dir" {
-  description = "Directory under which each node keeps data, logs and pid files."
+  description = "Absolute directory under which each node keeps data, logs and pid files."
   type        = string
+  validation {
+    condition     = startswith(var.base_dir, "/")
+    error_message = "base_dir must be an absolute path."
+  }
 }
 
 variable "default_host" {
@@ -64,4 +68,8 @@ variable "port_base" {
   description = "First of the 48 ports Odin allocated to this cluster when its nodes share a host (local); null: every node has a host of its own and Spark's usual ports."
   type        = number
   default     = null
+  validation {
+    condition     = var.port_base == null ? true : var.port_base >= 1024 && var.port_base + 48 <= 65535
+    error_message = "port_base must leave 48 ports below 65536."
+  }
 }

@@ -1,0 +1,103 @@
+"""A deployed dagger's driver: what a cluster's worker runs (Spark's PythonRunner, cluster mode) for
+jobs/lifecycle/daggers.py.
+
+    driver.py --spec-file <placed spec, JSON> --state-dir <dir> --run <id> [--reset-checkpoint]
+
+The worker copies this file into the driver's work directory and runs it with the platform's Python runtime, which
+every node has installed (Odin's platform_runtime role), packages included. The spec is the one the platform placed
+(jobs/lifecycle/placement.py), in a file of the dagger's own, not on the command line that `ps` shows; the driver needs
+no
+registry. Master, driver
+host and resources come from the submission. The driver keeps its status file (jobs/engine/status.py) current; a failure
+is written there before the process exits non-zero, which makes a supervised driver restart from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="jobs/engine/driver.py")
+    parser.add_argument("--spec-file", required=True, type=Path, help="The placed dagger spec (JSON).")
+    parser.add_argument("--state-dir", required=True, type=Path)
+    parser.add_argument("--run", required=True, help="The deployment's id, stamped on the status file.")
+    parser.add_argument("--reset-checkpoint", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    from jobs.engine.plan import plan_dagger
+    from jobs.engine.runner import run, session_for, warm_up
+    from jobs.engine.session import root_cause
+    from jobs.engine.status import DaggerStatus, own_submission_id, owner, status_path, write_status
+    from jobs.spec import DaggerSpec
+    from odin.teams.secrets import TeamSecrets
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    args = _args(argv)
+    if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
+        logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
+        return 0  # exit 0: a supervised driver that exits non-zero is relaunched
+    spec = DaggerSpec.model_validate_json(args.spec_file.read_text())
+    # the team's secrets, which the spec's sink names by environment variable (odin/teams/secrets.py)
+    os.environ.update(TeamSecrets(args.state_dir).load(spec.team))
+    plan = plan_dagger(spec, args.state_dir)
+
+    def superseded() -> str | None:
+        """The run that took the checkpoint over, if another did (jobs/engine/status.py claim)."""
+        current = owner(plan.checkpoint)
+        return current if current not in (None, args.run) else None
+
+    if by := superseded():
+        # exit 0: a supervised driver that exits non-zero is relaunched
+        logging.info("dagger %s: run %s is superseded by run %s, not starting", spec.qualified_name, args.run, by)
+        return 0
+    path = status_path(plan.checkpoint)
+    now = datetime.now(UTC)
+    status = DaggerStatus(
+        phase="starting", run=args.run, started_at=now, updated_at=now, submission_id=own_submission_id()
+    )
+    write_status(path, status)
+    taken_over: list[str] = []
+
+    def on_progress(progress: dict[str, Any], sink_errors: int) -> None:
+        nonlocal status
+        if taken_over or (by := superseded()) is None:
+            if not taken_over:
+                status = status.progressed(progress, sink_errors)
+                write_status(path, status)
+            return
+        logging.info("dagger %s: run %s is superseded by run %s, stopping", spec.qualified_name, args.run, by)
+        taken_over.append(by)
+        os.kill(os.getpid(), signal.SIGTERM)  # the engine stops after the current batch, as on any stop
+
+    try:
+        logging.info("start: Spark session")
+        spark = session_for(plan, master=None)
+        logging.info("start: Spark session ready")
+        warm_up(plan, spark)
+        result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint)
+    except BaseException as e:
+        if taken_over or superseded():
+            return 0  # the new run's driver owns the status file now (and may be what failed this one's batch)
+        traceback.print_exc()  # into the driver's stderr, in the worker's work directory
+        write_status(path, status.ended("failed", str(root_cause(e))))
+        return 1
+    if taken_over:
+        return 0
+    write_status(path, status.ended("stopped"))
+    logging.info("dagger %s stopped after %d batch(es)", spec.qualified_name, result.batches)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

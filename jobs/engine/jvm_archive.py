@@ -1,0 +1,93 @@
+"""The driver JVM's class-data archive (the JDK's AppCDS): Spark's classes parsed and verified once, at `make setup`,
+then mapped by every dagger's JVM, which is ready in about half the time (bench/RESULTS.md).
+
+`python -m jobs.engine.jvm_archive` starts Spark's JVM with `-XX:ArchiveClassesAtExit` and runs what a dagger runs (a
+streaming query with a watermark, a windowed aggregation, foreachBatch to Arrow, SQL functions); the JVM writes
+the classes it loaded as it exits. The JVM ignores an archive made for another JDK or classpath (start-up is then
+as without one), and the archive is named for the PySpark version, so an upgrade makes a new one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyspark
+
+from odin.paths import REPO
+
+ARCHIVE = REPO / ".local" / "jvm" / f"spark-{pyspark.__version__}.jsa"
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no warning when the archive does not fit this JVM
+
+
+def java_options() -> str:
+    """Options for the driver JVM: map the archive if there is one."""
+    return f"-XX:SharedArchiveFile={ARCHIVE} {QUIET}" if ARCHIVE.exists() else ""
+
+
+def build(archive: Path = ARCHIVE) -> Path:
+    """Run the workload in a process group of its own, and wait for its JVM to exit: it writes the archive then."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(f".{archive.name}.{os.getpid()}")
+    child = subprocess.Popen([sys.executable, "-m", "jobs.engine.jvm_archive", str(tmp)], start_new_session=True)
+    try:
+        child.wait(300)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        raise SystemExit("the JVM archive's workload did not finish in 5 minutes") from None
+    for _ in range(1200):  # the JVM outlives its Python process while it writes the archive: at most 2 minutes
+        try:
+            os.killpg(child.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    if child.returncode != 0 or not tmp.exists():
+        raise SystemExit(f"the JVM wrote no class-data archive (workload exit {child.returncode})")
+    tmp.replace(archive)
+    return archive
+
+
+def _workload(tmp: Path) -> None:
+    from pyspark.sql import functions as F
+
+    from jobs.engine.session import spark_session
+
+    options = f"-XX:ArchiveClassesAtExit={tmp} {QUIET}"
+    log = tmp.with_suffix(".log")  # Spark's errors, if any; its warnings are of no use here
+    spark = spark_session("jvm-archive", conf={"spark.driver.extraJavaOptions": options}, log_file=log, archive=False)
+    with tempfile.TemporaryDirectory(prefix="jvm-archive-") as checkpoint:
+        windows = (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", 1000)
+            .load()
+            .withWatermark("timestamp", "1 second")
+            .groupBy(F.window("timestamp", "1 second"), (F.col("value") % 7).alias("key"))
+            .agg(F.count("*").alias("n"), F.approx_count_distinct("value").alias("d"))
+        )
+        query = (
+            windows.writeStream.outputMode("append")
+            .foreachBatch(lambda df, _batch: df.toArrow())
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
+        for _ in range(60):  # a few batches, some emitting windows: at most 30 s
+            query.awaitTermination(0.5)
+            if query.lastProgress and query.lastProgress["batchId"] >= 4:
+                break
+        query.stop()
+    spark.sql("SELECT sha2('x', 256), to_json(map('a', 1)), date_trunc('hour', now())").collect()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        _workload(Path(sys.argv[1]))
+    else:
+        path = build()
+        print(f"class-data archive for the driver JVM: {path} ({path.stat().st_size / 2**20:.0f} MB)")

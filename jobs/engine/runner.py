@@ -1,0 +1,310 @@
+"""plan → apply: run a dagger as a Spark Structured Streaming query, and preview it on recent events.
+
+Each stream is read by the Kafka source (jobs/engine/kafka_source.py), given its watermark, and exposed to SQL as a
+temp view named like the stream's table. Results go through foreachBatch to the sink, whose writes are
+idempotent per batch id, so a crash and replay has an exactly-once effect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+import protos
+from jobs.engine import checkpoint
+from jobs.engine.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config, warm
+from jobs.engine.offsets import plan_batch
+from jobs.engine.plan import DaggerPlan
+from jobs.engine.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
+from jobs.engine.telemetry import OBSERVED, Telemetry, dropped_by_watermark, event_rows, late_events
+from jobs.events.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
+from jobs.sinks import open_sink
+from jobs.udfs import register_udfs
+from odin.kafka.topics import ensure_topics
+
+log = logging.getLogger("dagger")
+STATE_STORES = {  # spec.state_store -> Spark's provider (kept in the checkpoint: a restart uses the same one)
+    "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+# The closing sentinel's event time: later than any real event's window, so every open window is emitted.
+CLOSING_TIME = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class RunResult:
+    batches: int = 0
+    rows_written: int = 0
+    input_rows: int = 0
+    late_events: int = 0  # behind the watermark: sent to the dead-letter topic
+    dropped_by_watermark: int = 0  # late rows Spark dropped (groups, after a partial aggregation): windows the reader
+    # cannot tell (jobs/engine/plan.py late_rule), and hopping windows partly closed
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    stopped: bool = False  # by SIGTERM/SIGINT; a restart continues from the checkpoint
+
+
+def session_for(
+    plan: DaggerPlan,
+    master: str | None = "local[2]",
+    conf: dict[str, str] | None = None,
+    log_file: Path | None = None,
+) -> SparkSession:
+    """`log_file`: Spark's driver log goes there, errors only, rather than to the console (jobs/engine/session.py).
+    `master` None: the cluster's, for a driver it launched."""
+    spec = plan.spec
+    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf, log_file)
+    if master is None or not master.startswith("local"):
+        ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
+    return spark
+
+
+def _prepare(spark: SparkSession) -> None:
+    """What every dagger query needs in its session: the Kafka source and the UDFs (re-registering is harmless)."""
+    spark.dataSource.register(KafkaProtoSource)
+    register_udfs(spark)
+
+
+def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
+    micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
+    sp = plan.streams[i]
+    clock_dir = str((plan.checkpoint / "event_time" / str(i)).absolute())
+    delay_us = int(plan.spec.watermark_delay.total_seconds() * 1_000_000)
+    stream = plan.spec.streams[i]
+    secrets = str(plan.secrets.absolute())
+    return SourceOptions(
+        stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule, secrets
+    )
+
+
+def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
+    _prepare(spark)
+    log.info("start: source and UDFs registered")
+    delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
+    for i, sp in enumerate(plan.streams):
+        opts = _source_options(plan, i, flush_at)
+        df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
+        log.info("start: stream %s loaded (the source's schema)", sp.table)
+        # Spark's watermark is the source's own (the minimum over partitions, jobs/engine/event_time.py), carried by one
+        # sentinel row per move; `rowtime` is marked as the event-time column below, so windows close by it.
+        df = df.withWatermark(WATERMARK, "0 seconds")
+        # Events, counted before anything drops rows: a row is one, a sentinel row the events it stands for.
+        events = F.sum(F.coalesce(F.col(EVENTS), F.lit(1))).alias("events")
+        df = df.observe(f"{OBSERVED}{i}", events, F.sum(F.col(LATE)).alias("late"))
+        # Sentinel rows must reach the watermark before they are dropped, whatever the user's WHERE says. Spark pushes
+        # filters below the watermark unless they read the event-time column, and pushes or merges filters through
+        # deterministic ones: the leading nondeterministic term (spark_partition_id) makes this filter a barrier.
+        df = df.where(f"spark_partition_id() >= 0 AND ({SENTINEL} IS NULL OR {ROWTIME} IS NULL)")
+        df = df.drop(*INTERNAL)
+        # What withWatermark(rowtime) would do, without Spark computing a watermark of its own from it.
+        event_time = df[ROWTIME].alias(ROWTIME, metadata={"spark.watermarkDelayMs": delay_ms})
+        df = df.select(*[event_time if c == ROWTIME else df[c] for c in df.columns])
+        df.createOrReplaceTempView(sp.table)
+        log.info("start: stream %s ready", sp.table)
+    return spark.sql(plan.query.spark_sql)
+
+
+def check_resumable(plan: DaggerPlan) -> None:
+    """Fail at once, before Spark starts, when the checkpoint resumes where a stream's broker has no data (and the
+    stream does not accept data loss): DataLossError names each partition and what to do."""
+    for offsets in checkpoint.latest_offsets(plan.checkpoint):
+        topics = {p.topic for p in offsets.positions}
+        for i, stream in enumerate(plan.spec.streams):
+            if topics and topics <= set(stream.topics) and stream.kafka.fail_on_data_loss:
+                reader = KafkaStreamReader(_source_options(plan, i, None))
+                try:
+                    extents, unavailable = reader.extents()
+                finally:
+                    reader.stop()
+                plan_batch(offsets, extents, unavailable)
+
+
+def run(
+    plan: DaggerPlan,
+    spark: SparkSession,
+    once: bool = False,
+    on_progress: Callable[[dict[str, Any], int], None] | None = None,
+    reset_checkpoint: bool = False,
+) -> RunResult:
+    """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
+    is available, close every window, and return. The checkpoint must be this dagger's (jobs/engine/checkpoint.py);
+    `reset_checkpoint` starts over from `kafka.start`."""
+    spec = plan.spec
+    # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
+    identity = checkpoint.prepare(plan, reset_checkpoint)
+    check_resumable(plan)
+    log.info("start: checkpoint %s ready", plan.checkpoint)
+    for stream in spec.streams:
+        ensure_topics(kafka_config(stream), {stream.dead_letter_topic: 1})
+    log.info("start: dead-letter topics ready")
+    sink = open_sink(spec, plan.shape)
+    log.info("start: %s sink open", spec.sink.type)
+    telemetry = Telemetry(spec.qualified_name, spec.telemetry_url, team=spec.team)
+    result = RunResult()
+
+    def start(location: Path, closing_after: int | None = None) -> StreamingQuery:
+        """The query on the checkpoint at `location`; `closing_after`: a closing run on a copy of the checkpoint
+        whose last batch is that one: it reads no events, only a sentinel later than every open window."""
+
+        def write_batch(df: DataFrame, batch_id: int) -> None:
+            table: pa.Table = df.toArrow()
+            result.rows_written += sink.write(table, checkpoint.sink_batch_id(identity, batch_id, closing_after))
+            result.batches += 1
+
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", STATE_STORES[spec.state_store])
+        # With several stateful operators Spark drops late events by the previous batch's watermark, so events
+        # between it and the current one reopen windows already emitted, and their partial row would replace the
+        # whole one in an upserting sink. A query with one stateful operator drops them by the current watermark.
+        single = plan.query.stateful_operators <= 1
+        spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false" if single else "true")
+        flush_at = None if closing_after is None else CLOSING_TIME
+        writer = (
+            streaming_frame(spark, plan, flush_at)
+            .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))
+            .outputMode(plan.output_mode)
+            .foreachBatch(write_batch)
+            .option("checkpointLocation", str(location))
+        )
+        log.info("start: query planned")
+        if once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{int(spec.trigger_interval.total_seconds() * 1000)} milliseconds")
+        query = writer.start()
+        log.info("start: query started")
+        return query
+
+    def follow(q: StreamingQuery, closing: bool = False) -> None:
+        seen: set[tuple[str, int]] = set()
+        stop = {"requested": False}
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("signal %s: stopping after the current batch", signum)
+            stop["requested"] = True
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            while q.isActive and not stop["requested"]:
+                q.awaitTermination(0.5)
+                for p in q.recentProgress:
+                    key = (p["runId"], p["batchId"])
+                    if key in seen:
+                        continue
+                    if not seen:
+                        log.info("start: first progress, batch %s: %d events", p["batchId"], event_rows(p))
+                    seen.add(key)
+                    if not closing:  # a closing run reads no event and its batches are not the checkpoint's
+                        _account(result, p)
+                        telemetry.record(p, sink.attempts_failed)
+                    if on_progress:
+                        on_progress(p, sink.attempts_failed)
+            if stop["requested"] and q.isActive:
+                q.stop()  # the batch under way is cancelled (replayed on restart), unless it failed on its own
+            failure = q.exception()
+            if failure is not None:
+                raise failure
+        except Exception as e:
+            # A signal sent to the whole process group also reaches Spark's JVM and Python workers, which may fail
+            # the query or drop the connection: that is the stop asked for, and sinks are idempotent per batch. A
+            # failure of the dagger's own (a sink's, a reader's) is reported even then (broken_by_signal).
+            if stop["requested"] and broken_by_signal(e):
+                log.info("stopped by signal; the query ended with %s", root_cause(e).kind)
+            else:
+                raise SparkFailure(f"dagger {spec.qualified_name}", root_cause(e)) from e
+        finally:
+            result.stopped = stop["requested"]
+            with contextlib.suppress(Exception if result.stopped else ()):
+                if q.isActive:  # stop after the current batch; on our own error, never leave the query running
+                    q.stop()
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    try:
+        follow(start(plan.checkpoint))
+        last = checkpoint.last_committed_batch(plan.checkpoint)
+        if not once or result.stopped or last is None:
+            return result
+        # --once: every window still open is emitted by a sentinel event later than all of them, on a copy of the
+        # checkpoint. The checkpoint itself keeps the open windows and the watermark the events gave, so a later
+        # run over more events updates those windows (sinks upsert them) and drops nothing that was on time.
+        with tempfile.TemporaryDirectory(prefix=".closing-", dir=plan.checkpoint.parent) as tmp:
+            copy = Path(tmp) / "checkpoint"
+            shutil.copytree(plan.checkpoint, copy)
+            follow(start(copy, closing_after=last), closing=True)
+        return result
+    finally:
+        sink.close()
+
+
+def _account(result: RunResult, progress: dict[str, Any]) -> None:
+    result.progress.append(progress)
+    result.input_rows += event_rows(progress)
+    result.late_events += late_events(progress)
+    result.dropped_by_watermark += dropped_by_watermark(progress)
+
+
+def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:
+    """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW)."""
+    _prepare(spark)
+    for i, sp in enumerate(plan.streams):
+        opts = _source_options(plan, i, None)
+        df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
+        df.where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
+    return spark.sql(plan.query.spark_sql).limit(limit).toArrow()
+
+
+def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
+    """Warm a (re)launched driver's new executors in the background while the driver starts the query. Their first
+    tasks would otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and
+    generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). One small SQL job does it:
+    a task per core reads an event the way the reader does (jobs/engine/kafka_source.py warm) through mapInArrow, which
+    runs in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's
+    workers apart), so the query's first tasks find them warm, and an aggregation has each JVM generate code. It
+    plans nothing in Python on the driver, which is busy starting the query. Best effort: a failure is logged."""
+    options = [_source_options(plan, i, None).to_option() for i in range(len(plan.streams))]
+    tasks = plan.spec.parallelism
+
+    def read_one(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            events = sum(warm(o, i) for i in batch.column(0).to_pylist() for o in options)
+            yield pa.RecordBatch.from_pydict({"events": [events]})
+
+    def work() -> None:
+        began = time.monotonic()
+        try:
+            counted = spark.range(0, tasks, 1, tasks).mapInArrow(read_one, "events long").groupBy().sum().collect()
+        except Exception as e:  # whatever failed, the query itself reports it if it matters
+            log.warning("start: executors' warm-up failed, the query goes on cold: %s", root_cause(e))
+        else:
+            events = counted[0][0]
+            log.info("start: executors warm (%.1f s, %d events read)", time.monotonic() - began, events)
+
+    thread = threading.Thread(target=work, name="dagger-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def batch_over(plan: DaggerPlan, spark: SparkSession, payloads: list[list[bytes]]) -> pa.Table:
+    """The query as a batch over exactly these events (one list of serialized messages per stream), decoded as the
+    dagger's reader decodes them: what the dagger must output for them. Loki's ground truth."""
+    _prepare(spark)
+    for i, sp in enumerate(plan.streams):
+        decoder = _source_options(plan, i, None).decoder()
+        batches = [decoder.decode(payloads[i][n : n + 50_000]).batch for n in range(0, len(payloads[i]), 50_000)]
+        table = pa.Table.from_batches(batches or [decoder.decode([]).batch])
+        spark.createDataFrame(table).where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
+    return spark.sql(plan.query.spark_sql).toArrow()

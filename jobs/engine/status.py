@@ -1,0 +1,118 @@
+"""What a dagger's driver says of itself: a small JSON file beside its checkpoint, rewritten at each progress.
+
+The driver runs on a worker the platform does not choose; the checkpoint's directory is the one place both reach
+(shared storage on a real deployment), so the lifecycle, its Airflow trigger, health and `dagger list` read the
+driver's state there: started, its first progress, its rates, lag and counters, and how it ended. Beside it, the
+run that owns the checkpoint (`claim`): a fencing token, so that only the latest deployment's driver runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from jobs.engine.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates
+
+STATUS_FILE = "status.json"
+OWNER_FILE = "owner"
+DriverPhase = Literal["starting", "running", "stopped", "failed"]
+
+
+class DaggerStatus(BaseModel):
+    phase: DriverPhase
+    run: str = Field(description="Which deployment wrote it: the submission's run id (see jobs/lifecycle/daggers.py).")
+    submission_id: str | None = Field(
+        None, description="The driver's own Spark submission: a master that relaunches a supervised driver (its "
+        "worker died) gives it a new one, which the lifecycle follows from here (jobs/lifecycle/daggers.py followed)."
+    )  # fmt: skip
+    started_at: datetime
+    updated_at: datetime
+    batches: int = 0  # progress reports seen (Spark reports idle triggers too, every 10 s)
+    last_batch: int | None = None
+    events: int = 0
+    input_rate: float = 0.0
+    processed_rate: float = 0.0
+    lag: int = 0  # events beyond the last batch's end, summed over partitions
+    lags: dict[str, int] = Field(default_factory=dict)  # "topic/partition" -> its lag at the last batch
+    # since the driver started (jobs/engine/telemetry.py): what health compares between two checks
+    malformed: int = 0
+    late: int = 0
+    lost: int = 0
+    sink_errors: int = 0  # failed sink write attempts (each retried)
+    error: str = ""
+
+    def progressed(self, progress: dict[str, Any], sink_errors: int = 0) -> DaggerStatus:
+        input_rate, processed_rate = rates(progress)
+        lags = partition_lags(progress)
+        malformed, lost = malformed_and_lost(progress)
+        return self.model_copy(
+            update={
+                "phase": "running",
+                "updated_at": datetime.now(UTC),
+                "batches": self.batches + 1,
+                "last_batch": progress.get("batchId"),
+                "events": self.events + event_rows(progress),
+                "input_rate": input_rate,
+                "processed_rate": processed_rate,
+                "lag": sum(lags.values()),
+                "lags": {f"{topic}/{partition}": lag for (topic, partition), lag in sorted(lags.items())},
+                "malformed": self.malformed + malformed,
+                "late": self.late + late_events(progress),
+                "lost": self.lost + lost,
+                "sink_errors": sink_errors,
+            }
+        )
+
+    def ended(self, phase: DriverPhase, error: str = "") -> DaggerStatus:
+        return self.model_copy(update={"phase": phase, "updated_at": datetime.now(UTC), "error": error})
+
+
+def status_path(checkpoint: Path) -> Path:
+    return checkpoint.parent / STATUS_FILE
+
+
+def claim(checkpoint: Path, run: str) -> None:
+    """Make `run` the deployment that owns the checkpoint, before its driver is submitted. A driver of any other
+    run (one a master relaunches after its worker was lost, while the platform restarted the dagger) finds out and
+    ends without touching the checkpoint, the sink or the status file: one writer, whatever Spark relaunches."""
+    path = checkpoint.parent / OWNER_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(run + "\n")
+    tmp.replace(path)
+
+
+def owner(checkpoint: Path) -> str | None:
+    """The run that owns the checkpoint; None before any claim (a dagger deployed before claims existed)."""
+    try:
+        return (checkpoint.parent / OWNER_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def write_status(path: Path, status: DaggerStatus) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(status.model_dump_json(indent=2) + "\n")
+    tmp.replace(path)  # atomic: readers never see half a file
+
+
+def read_status(path: Path) -> DaggerStatus | None:
+    try:
+        return DaggerStatus.model_validate_json(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+DRIVER_ID = re.compile(r"driver-\d{14}-\d{4,}")  # Spark standalone's: the worker runs a driver in work/<its id>
+
+
+def own_submission_id() -> str | None:
+    """This driver's submission id, from the work directory its worker runs it in (None outside a cluster)."""
+    name = Path.cwd().name
+    return name if DRIVER_ID.fullmatch(name) else None

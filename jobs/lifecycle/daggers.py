@@ -1,0 +1,525 @@
+"""A dagger's life on its team's cluster: deploy, stop, update, list. spec → checks → submit → progress → registry.
+
+Deploy submits jobs/engine/driver.py in cluster mode through the cluster's REST API (supervised: the master relaunches a
+driver that fails, from its checkpoint) and waits for the query's first progress in the driver's status file
+(jobs/engine/status.py). Airflow does the waiting in a trigger (dags/provider/operators/daggers.py); the CLI and tests
+poll with the same
+verdict (`started`). Every call ends in one history entry; refusals come before anything is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobs.engine import jvm_archive
+from jobs.engine.checkpoint import differences, identity_of, read_identity
+from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.engine.status import DaggerStatus, claim, owner, read_status, status_path
+from jobs.lifecycle.placement import Places, confine, missing
+from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
+from jobs.spec import DaggerSpec, SpecError
+from odin.cluster.secret import rest_token, secret_file
+from odin.endpoints import Endpoints
+from odin.paths import REPO
+from odin.registry import Refused, Registry
+from odin.registry.records import ClusterRecord, DaggerRecord
+from odin.stack import Stack
+from odin.teams.access import require_member
+from odin.teams.databases import ensure_team_database, team_database_at
+from odin.teams.secrets import TeamSecrets
+
+DRIVER = REPO / "jobs" / "driver.py"
+START_TIMEOUT_S = 240.0
+STOP_TIMEOUT_S = 90.0
+POLL_S = 1.0
+KEPT_RUNS = 8  # spec files kept per dagger (_spec_file)
+ENVIRONMENT = "local"  # the Odin environment the platform's own processes (Airflow, the CLIs) run in
+# A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
+# executors at once, and C2's compiler threads then take the CPU the query's start needs, for minutes: at 20,000
+# events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is Python's), so C2's
+# faster code gains little and costs the recovery (Loki's driver-loss: 71-81 s -> 45 s, docs/decisions.md).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# Each dagger's driver and its executors: small by default, as the local stack's workers are.
+RESOURCES = {
+    "spark.driver.memory": "1g",
+    "spark.driver.cores": "1",
+    "spark.executor.memory": "1g",
+    "spark.executor.cores": "1",
+}
+Progress = Callable[[str], None]
+
+
+class DeployError(RuntimeError):
+    """The driver was submitted but did not start; the message has its own words (or the master's)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A submitted driver, and where to see it start: what Airflow's trigger is given (JSON-serialisable)."""
+
+    team: str
+    name: str
+    cluster: str
+    submission_id: str
+    run: str
+    status_file: str
+    rest_urls: list[str]
+    secret_file: str
+    actor: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def rest(self) -> SparkRest:
+        return SparkRest(self.rest_urls, lambda: rest_token(Path(self.secret_file), self.actor))
+
+
+@dataclass(frozen=True)
+class Started:
+    """The verdict on a deployment: still starting (`done` False), running, or failed with the reason."""
+
+    done: bool
+    ok: bool = False
+    reason: str = ""
+
+
+def started(deployment: Deployment, status: DaggerStatus | None, driver: DriverStatus | None) -> Started:
+    """Has the deployment's query reported progress yet? From the driver's status file (this run's only) and the
+    master's view of the driver, which says when it died before it could write anything."""
+    if status is not None and status.run == deployment.run:
+        if status.phase == "failed":
+            return Started(True, False, f"the dagger failed on start: {status.error}")
+        if status.batches > 0:
+            return Started(True, True)
+    if driver is not None and driver.final:
+        reason = driver.message.strip().splitlines()[0] if driver.message.strip() else "no message"
+        return Started(True, False, f"the driver ended {driver.state} on {driver.worker or '?'}: {reason}")
+    return Started(False)
+
+
+def verdict(deployment: Deployment) -> Started:
+    """The deployment's state now (blocking I/O: Airflow's trigger runs it in a thread)."""
+    driver = None
+    with contextlib.suppress(SubmissionError):  # no active master for a moment (a failover): ask again later
+        driver = deployment.rest().status(deployment.submission_id)
+    return started(deployment, read_status(Path(deployment.status_file)), driver)
+
+
+@dataclass(frozen=True)
+class DaggerRow:
+    team: str
+    name: str
+    cluster: str | None
+    state: str
+    since: datetime | None
+    input_rate: float | None
+    lag: int | None
+    schema_versions: dict[str, int] = field(default_factory=dict)
+    submission_id: str | None = None
+
+
+class Daggers:
+    def __init__(self, registry: Registry, state_dir: Path, progress: Progress | None = None) -> None:
+        self.registry = registry
+        self.state_dir = state_dir
+        self.say: Progress = progress or (lambda _msg: None)
+        self._held: set[str] = set()  # subjects this instance holds (Registry.exclusive), so it may nest
+
+    # -- checks (no side effects) ----------------------------------------------------------------------------
+
+    def check(self, spec: DaggerSpec, cluster: str, actor: str | None) -> DaggerPlan:
+        """Who may deploy it where, its catalog streams and its plan: Refused names the first problem."""
+        require_member(self.registry, actor, spec.team)
+        return self.plan(spec, cluster)
+
+    def plan(self, spec: DaggerSpec, cluster: str) -> DaggerPlan:
+        """check() without asking who: for the platform's own actions (a restart by health) on a recorded spec.
+        The spec is placed (jobs/lifecycle/placement.py): what it reads and writes is the platform's to decide."""
+        self._cluster(spec.team, cluster)
+        try:
+            placed = confine(spec, self.places())
+        except SpecError as e:
+            raise Refused(str(e)) from None
+        # after placing: the team database's password must be among the team's secrets
+        if unset := missing(placed, TeamSecrets(self.state_dir)):
+            raise Refused("\n".join(unset))
+        try:
+            return replace(plan_dagger(placed, self.state_dir), asked=spec)
+        except SpecError as e:
+            raise Refused(str(e)) from None
+
+    def places(self) -> Places:
+        """What this environment provides daggers: the catalog, the team's outputs, the dagger's own places."""
+        from odin.catalog import load
+
+        where = Endpoints(Stack(ENVIRONMENT, self.state_dir).nodes())
+        streams = self.registry.streams()
+        outputs = {}
+        for cluster in load().output_clusters():
+            servers = next((s.serving_bootstrap_servers for s in streams if s.kafka_cluster == cluster), None)
+            if servers is not None:
+                outputs[cluster] = servers
+        tsdb = None
+        with contextlib.suppress(LookupError):
+            tsdb = where.victoria_metrics_url
+        return Places(
+            state_dir=self.state_dir,
+            streams=self.registry.stream,
+            catalog_topics=frozenset(t for s in streams for t in s.topics),
+            tsdb_url=tsdb,
+            kafka_outputs=outputs,
+            database=lambda team: team_database_at(where, team),
+            provision_database=lambda team: ensure_team_database(where, TeamSecrets(self.state_dir), team),
+        )
+
+    def _cluster(self, team: str, name: str) -> ClusterRecord:
+        record = self.registry.cluster(team, name)
+        if record is None or record.state == "destroyed":
+            theirs = [c.name for c in self.registry.clusters(team, states=("ready",))]
+            raise Refused(
+                f"team {team} has no cluster {name!r}: a team deploys to its own clusters only "
+                f"({', '.join(theirs) or 'it has none: ask a platform engineer for one'})"
+            )
+        if record.state != "ready":
+            raise Refused(f"cluster {team}/{name} is {record.state}: deploy once it is ready")
+        return record
+
+    def _owned(self, team: str, name: str, actor: str | None) -> DaggerRecord:
+        require_member(self.registry, actor, team)
+        record = self.registry.dagger(team, name)
+        if record is None:
+            raise Refused(f"team {team} has no dagger {name!r} (dagger list)")
+        return record
+
+    # -- deploy -------------------------------------------------------------------------------------------------
+
+    def submit(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> Deployment:
+        """Submit the checked plan's driver. The registry records the dagger as `deploying` before the driver exists,
+        and a driver whose submission is not recorded is killed: nothing runs that the registry does not know of."""
+        spec = plan.spec
+        subject = f"dagger:{spec.team}/{spec.name}"
+        with self.registry.action(actor, "dagger_submit", subject, cluster=cluster) as detail, self._exclusive(subject):
+            known = self.registry.dagger(spec.team, spec.name)
+            if known is not None and known.state in ("deploying", "running", "stopping"):
+                raise Refused(f"dagger {spec.team}/{spec.name} is {known.state} on {known.cluster}: update or stop it")
+            record = self._cluster(spec.team, cluster)
+            rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
+            run = uuid.uuid4().hex[:12]
+            # the spec travels as a file of the dagger's own, not on the driver's command line (`ps` shows that)
+            args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
+            # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
+            # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
+            java_options = f"{jvm_archive.java_options()} {QUICK_JIT}"
+            properties = {
+                "spark.app.name": f"dagger-{spec.team}-{spec.name}",
+                "spark.master": record.addresses["master_url"],
+                "spark.driver.supervise": "true",
+                "spark.cores.max": str(spec.parallelism),
+                "spark.pyspark.python": sys.executable,
+                "spark.pyspark.driver.python": sys.executable,
+                "spark.driver.extraJavaOptions": java_options,
+                "spark.executor.extraJavaOptions": java_options,
+                "spark.ui.killEnabled": "false",  # whoever reaches a UI must not kill another team's jobs from it
+                **RESOURCES,
+            }
+            # what the team asked is recorded: a restart or a move places it again, where the platform is then
+            asked = (plan.asked or spec).model_dump(mode="json")
+            self.registry.put_dagger(
+                DaggerRecord(
+                    team=spec.team,
+                    name=spec.name,
+                    spec=asked,
+                    # the same spec again (a restart, a move) is the same version
+                    spec_version=known.spec_version + (known.spec != asked) if known else 1,
+                    checkpoint=str(plan.checkpoint),
+                    state="deploying",
+                    cluster=cluster,
+                    submission_id=None,
+                    schema_versions=self._schema_versions(spec),
+                )
+            )
+            self.registry.set_dagger_state(spec.team, spec.name, "deploying")
+            claim(plan.checkpoint, run)  # before the driver exists: any older driver of the dagger ends
+            self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
+            try:
+                submission_id = rest.submit(
+                    str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
+                )
+            except BaseException:
+                self.registry.set_dagger_state(spec.team, spec.name, "failed")
+                raise
+            detail |= {"submission_id": submission_id, "run": run}
+            try:
+                self.registry.set_dagger_submission(spec.team, spec.name, submission_id)
+            except BaseException:
+                with contextlib.suppress(Exception):  # supervised: it would run on, unrecorded
+                    self._kill(rest, submission_id)
+                raise
+        return Deployment(
+            spec.team,
+            spec.name,
+            cluster,
+            submission_id,
+            run,
+            str(status_path(plan.checkpoint)),
+            list(record.addresses["rest_urls"]),
+            str(secret_file(self.state_dir, spec.team, cluster)),
+            actor,
+        )
+
+    @contextlib.contextmanager
+    def _exclusive(self, subject: str, recorded_as: tuple[str, str] | None = None) -> Iterator[None]:
+        """One request at a time on a dagger (Registry.exclusive); an update's stop and submit are one request.
+        `recorded_as` (actor, action): record a refusal here, for a caller outside Registry.action."""
+        if subject in self._held:
+            yield
+            return
+        held = False
+        try:
+            with self.registry.exclusive(subject):
+                held = True
+                self._held.add(subject)
+                try:
+                    yield
+                finally:
+                    self._held.discard(subject)
+        except Refused as e:
+            if not held and recorded_as is not None:
+                self.registry.record(*recorded_as, subject, "refused", str(e))
+            raise
+
+    def wait_started(self, deployment: Deployment, timeout_s: float = START_TIMEOUT_S) -> Started:
+        deadline = time.monotonic() + timeout_s
+        now = verdict(deployment)
+        while not now.done and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            now = verdict(deployment)
+        return now if now.done else Started(True, False, f"no progress within {timeout_s:.0f} s")
+
+    def conclude(
+        self, deployment: Deployment, verdict: Started, action: str = "dagger_deploy", message: str = ""
+    ) -> DaggerRecord:
+        """Record how the deployment ended; a failed one's driver is killed (supervise would relaunch it)."""
+        subject = f"dagger:{deployment.team}/{deployment.name}"
+        detail = {"run": deployment.run, "submission_id": deployment.submission_id}
+        if verdict.ok:
+            self.registry.set_dagger_state(deployment.team, deployment.name, "running")
+            self.registry.record(deployment.actor, action, subject, "ok", message, detail)
+        else:
+            self._kill(deployment.rest(), deployment.submission_id)
+            self.registry.set_dagger_state(deployment.team, deployment.name, "failed")
+            reason = f"{message}: {verdict.reason}" if message else verdict.reason
+            self.registry.record(deployment.actor, action, subject, "failed", reason, detail)
+        record = self.registry.dagger(deployment.team, deployment.name)
+        assert record is not None
+        if not verdict.ok:
+            raise DeployError(f"dagger {deployment.team}/{deployment.name}: {verdict.reason}")
+        return record
+
+    def deploy(self, spec: DaggerSpec, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> DaggerRecord:
+        """check → submit → wait for the first progress → registry (the CLI's and tests' way; DAGs defer the wait)."""
+        try:
+            plan = self.check(spec, cluster, actor)
+        except Refused as e:
+            self.registry.record(actor or "?", "dagger_deploy", f"dagger:{spec.team}/{spec.name}", "refused", str(e))
+            raise
+        deployment = self.submit(plan, cluster, actor, reset_checkpoint=reset_checkpoint)
+        self.say(f"waiting for the first progress of {deployment.submission_id}")
+        return self.conclude(deployment, self.wait_started(deployment))
+
+    # -- stop, update -------------------------------------------------------------------------------------------
+
+    def stop(self, team: str, name: str, actor: str) -> DaggerRecord:
+        subject = f"dagger:{team}/{name}"
+        with self.registry.action(actor, "dagger_stop", subject) as detail, self._exclusive(subject):
+            record = followed(self.registry, self._owned(team, name, actor))
+            if record.state not in ("deploying", "running", "stopping", "failed") or record.submission_id is None:
+                raise Refused(f"dagger {team}/{name} is {record.state}: nothing to stop")
+            detail["submission_id"] = record.submission_id
+            self.registry.set_dagger_state(team, name, "stopping")
+            assert record.cluster is not None
+            rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
+            self.say(f"killing driver {record.submission_id}")
+            detail["driver"] = self._kill(rest, record.submission_id)
+            self.registry.set_dagger_state(team, name, "stopped")
+        stopped = self.registry.dagger(team, name)
+        assert stopped is not None
+        return stopped
+
+    def end_driver(self, team: str, name: str, actor: str, timeout_s: float = 15.0) -> str:
+        """Kill what is left of the dagger's driver before a restart, as far as its master can: its final state,
+        or why it is not known to have ended (a driver on a dead worker; no master). A restart goes on anyway: the
+        new run's claim on the checkpoint ends any driver of an older run that Spark still relaunches."""
+        record = self.registry.dagger(team, name)
+        record = followed(self.registry, record) if record is not None else None
+        if record is None or record.cluster is None or record.submission_id is None:
+            return "no driver recorded"
+        try:
+            rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
+            return self._kill(rest, record.submission_id, timeout_s)
+        except (DeployError, SubmissionError) as e:
+            return f"not confirmed: {e}"
+
+    def restart(
+        self,
+        team: str,
+        name: str,
+        actor: str,
+        reason: str,
+        *,
+        cluster: str | None = None,
+        action: str = "dagger_restart",
+    ) -> DaggerRecord:
+        """Submit the dagger's recorded spec again on its checkpoint, on its cluster or on `cluster` (a failover),
+        as the platform's own action: its driver is gone or ended first (see end_driver). One history entry
+        (`action`) with the reason."""
+        record = self.registry.dagger(team, name)
+        if record is None or record.cluster is None:
+            raise Refused(f"no deployed dagger {team}/{name}")
+        spec = DaggerSpec.model_validate(record.spec)
+        target = cluster or record.cluster
+        try:
+            plan = self.plan(spec, target)
+        except Refused as e:
+            self.registry.record(actor, action, f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
+            raise
+        self.registry.set_dagger_state(team, name, "failed")  # submit takes a dagger that is not running
+        deployment = self.submit(plan, target, actor)
+        return self.conclude(deployment, self.wait_started(deployment), action, reason)
+
+    def prepare_update(
+        self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
+    ) -> tuple[DaggerPlan, str]:
+        """The new spec's plan and cluster, if its checkpoint can serve it (jobs/engine/checkpoint.py) or `reset_state`
+        (it starts over from `kafka.start`); Refused otherwise, before anything is touched."""
+        subject = f"dagger:{spec.team}/{spec.name}"
+        try:
+            record = self._owned(spec.team, spec.name, actor)
+            target = cluster or record.cluster
+            if target is None:
+                raise Refused(f"dagger {spec.team}/{spec.name} has no cluster: give one")
+            plan = self.check(spec, target, actor)
+            made = read_identity(plan.checkpoint)
+            reasons = differences(made, identity_of(plan)) if made is not None else []
+            if reasons and not reset_state:
+                raise Refused(
+                    f"the new spec cannot resume dagger {spec.team}/{spec.name}'s checkpoint: {'; '.join(reasons)}. "
+                    "Update with reset_state: true (reads the streams again from kafka.start), or deploy it under a "
+                    "new name"
+                )
+        except Refused as e:
+            self.registry.record(actor or "?", "dagger_update", subject, "refused", str(e))
+            raise
+        return plan, target
+
+    def redeploy(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_state: bool = False) -> Deployment:
+        """Stop the running driver, then submit the prepared plan on the same checkpoint (or a reset one)."""
+        spec = plan.spec
+        subject = f"dagger:{spec.team}/{spec.name}"
+        with self._exclusive(subject, recorded_as=(actor, "dagger_update")):
+            record = self.registry.dagger(spec.team, spec.name)
+            if record is not None and record.state in ("deploying", "running", "stopping"):
+                self.stop(spec.team, spec.name, actor)
+            self.registry.record(actor, "dagger_update", subject, "ok", "", {"reset": reset_state})
+            return self.submit(plan, cluster, actor, reset_checkpoint=reset_state)
+
+    def update(
+        self, spec: DaggerSpec, actor: str, *, cluster: str | None = None, reset_state: bool = False
+    ) -> DaggerRecord:
+        plan, target = self.prepare_update(spec, actor, cluster=cluster, reset_state=reset_state)
+        deployment = self.redeploy(plan, target, actor, reset_state=reset_state)
+        return self.conclude(deployment, self.wait_started(deployment))
+
+    # -- list ---------------------------------------------------------------------------------------------------
+
+    def list(self, teams: Iterable[str] | None = None) -> list[DaggerRow]:
+        """The daggers of `teams` (None: every team's)."""
+        records = (
+            self.registry.daggers() if teams is None else [d for t in teams for d in self.registry.daggers(team=t)]
+        )
+        rows = []
+        for d in records:
+            status = read_status(status_path(Path(d.checkpoint))) if d.state == "running" else None
+            rows.append(
+                DaggerRow(
+                    d.team,
+                    d.name,
+                    d.cluster,
+                    d.state,
+                    d.since,
+                    status.input_rate if status else None,
+                    status.lag if status else None,
+                    d.schema_versions,
+                    d.submission_id,
+                )
+            )
+        return rows
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    def _token(self, team: str, cluster: str, actor: str) -> Callable[[], str]:
+        secret = secret_file(self.state_dir, team, cluster)
+        return lambda: rest_token(secret, actor)
+
+    def _cluster_urls(self, team: str, cluster: str) -> list[str]:
+        record = self.registry.cluster(team, cluster)
+        return list(record.addresses.get("rest_urls", [])) if record else []
+
+    def _schema_versions(self, spec: DaggerSpec) -> dict[str, int]:
+        """The catalog streams' schema versions the dagger is locked to (jobs' decoding is of these)."""
+        versions = {}
+        for s in spec.streams:
+            if s.stream is not None:
+                known = self.registry.stream(s.stream)
+                if known is not None:
+                    versions[s.stream] = known.schema_version
+        return versions
+
+    def _kill(self, rest: SparkRest, submission_id: str, timeout_s: float = STOP_TIMEOUT_S) -> str:
+        """Kill the driver and wait until the master reports it ended; its final state."""
+        state = rest.end(submission_id, timeout_s, self.say, POLL_S)
+        if state is not None:
+            return state
+        raise DeployError(f"driver {submission_id} did not end within {timeout_s:.0f} s of being killed")
+
+
+def followed(registry: Registry, record: DaggerRecord) -> DaggerRecord:
+    """The record, with the submission its driver says it runs as now. A master whose worker died relaunches a
+    supervised driver under a new submission id; the driver writes its own in its status file (jobs/engine/status.py),
+    which is the current run's (the checkpoint's owner), so stop, health and Loki find it. Recorded in history."""
+    if record.state not in ("deploying", "running", "stopping", "failed") or not record.checkpoint:
+        return record
+    checkpoint = Path(record.checkpoint)
+    status = read_status(status_path(checkpoint))
+    live = status.submission_id if status is not None and status.run == owner(checkpoint) else None
+    if live is None or live == record.submission_id:
+        return record
+    registry.set_dagger_submission(record.team, record.name, live)
+    message = f"the master relaunched driver {record.submission_id} as {live}"
+    registry.record("platform", "dagger_relaunched", f"dagger:{record.qualified_name}", "ok", message,
+                    {"was": record.submission_id, "now": live})  # fmt: skip
+    return record.model_copy(update={"submission_id": live})
+
+
+def _spec_file(plan: DaggerPlan, run: str) -> Path:
+    """The placed spec for the run's driver, beside the dagger's checkpoint (readable by the platform only). The
+    last KEPT_RUNS runs' files stay: a master may relaunch an older run's supervised driver, which must read its
+    spec to find it is superseded and exit 0 (a driver whose file is gone exits 0 too: jobs/engine/driver.py)."""
+    runs = plan.checkpoint.parent / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    for old in sorted(runs.glob("*.json"), key=lambda p: p.stat().st_mtime)[:-KEPT_RUNS]:
+        old.unlink(missing_ok=True)
+    path = runs / f"{run}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(plan.spec.model_dump_json())
+    return path

@@ -1,0 +1,98 @@
+"""The house's shape (docs/architecture.md): data flows one way between the top-level packages, only the Airflow
+provider (dags/provider) and the DAG files import Airflow, and no two folders import each other, directly or round a
+loop. Every import counts, also those inside functions or under TYPE_CHECKING: a cycle hidden in a function is still
+a cycle a newcomer has to hold in their head."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import itertools
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from odin.paths import REPO
+
+LAYERS = ["odin", "jobs", "loki", "dags"]  # each may import those before it, never one after it
+MAX_MODULES_PER_FOLDER = 15
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for top in LAYERS:
+        for path in sorted((REPO / top).rglob("*.py")):
+            if "migrations" in path.parts:  # alembic's scripts, run by alembic
+                continue
+            yield ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"), path
+
+
+def _imports(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)  # `from pkg import module`
+
+
+MODULES = dict(_modules())
+
+
+def _folder(module: str) -> str:
+    """The folder a module is in (a package's __init__ is its folder's)."""
+    path = MODULES[module]
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _edges() -> Iterator[tuple[str, str]]:
+    for module, path in MODULES.items():
+        for target in _imports(path):
+            if target in MODULES and target != module:
+                yield module, target
+
+
+def test_no_package_imports_one_above_it() -> None:
+    upward = [
+        f"{a} imports {b}"
+        for a, b in _edges()
+        if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])
+    ]
+    assert upward == [], "\n".join(upward)
+
+
+def test_only_the_airflow_provider_imports_airflow() -> None:
+    outside = [
+        module
+        for module, path in MODULES.items()
+        if not module.startswith("dags.") and any(t.split(".")[0] == "airflow" for t in _imports(path))
+    ]
+    assert outside == []
+
+
+def test_no_cycle_between_folders() -> None:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in _edges():
+        fa, fb = _folder(a), _folder(b)
+        # a folder and the folders inside it are one place: `jobs.engine` importing `jobs` (its package) is no loop
+        if fa != fb and not fa.startswith(f"{fb}.") and not fb.startswith(f"{fa}."):
+            graph[fa].add(fb)
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        cycle = e.args[1][::-1]  # graphlib lists it along predecessors: the reverse of the imports
+        why = [f"{a} -> {b}: " + ", ".join(sorted(f"{x} imports {y}" for x, y in _edges()
+               if _folder(x) == a and _folder(y) == b)) for a, b in itertools.pairwise(cycle)]  # fmt: skip
+        pytest.fail("folders import each other:\n" + "\n".join(why))
+
+
+@pytest.mark.parametrize("top", LAYERS)
+def test_no_folder_holds_more_than_a_handful_of_modules(top: str) -> None:
+    crowded = {
+        str(folder.relative_to(REPO)): n
+        for folder in [REPO / top, *(p for p in (REPO / top).rglob("*") if p.is_dir())]
+        if "__pycache__" not in folder.parts and "migrations" not in folder.parts
+        if (n := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
