@@ -54,11 +54,7 @@ def _edges() -> Iterator[tuple[str, str]]:
 
 
 def test_no_package_imports_one_above_it() -> None:
-    upward = [
-        f"{a} imports {b}"
-        for a, b in _edges()
-        if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])
-    ]
+    upward = [f"{a} imports {b}" for a, b in _edges() if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])]
     assert upward == [], "\n".join(upward)
 
 
