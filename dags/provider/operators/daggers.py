@@ -1,54 +1,20 @@
-"""Airflow glue for the dagger lifecycle: the deploy and update tasks submit, then defer to a trigger that waits for
-the query's first progress, so no worker slot is held while a driver starts (the Spark provider has no such thing).
+"""The deploy and update tasks: they submit, then defer to DaggerStartedTrigger (dags/provider/triggers), which waits
+for the query's first progress, so no worker slot is held while a driver starts (the Spark provider has no such thing).
 
 The operators rebuild their request from the run's params and triggering user and check it again
-(dags/provider/requests/daggers.py):
-nothing another task hands them (XCom, which other users can change) decides what they do, and a run carries out its
-request once. What they do is jobs/lifecycle/daggers.py's. The trigger polls `lifecycle.verdict` in a thread of the
-triggerer.
+(dags/provider/requests/daggers.py): nothing another task hands them (XCom, which other users can change) decides
+what they do, and a run carries out its request once. What they do is jobs/lifecycle/daggers.py's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from jobs.lifecycle.daggers import START_TIMEOUT_S, Deployment, verdict
-
-POLL_S = 2.0
-
-
-class DaggerStartedTrigger(BaseTrigger):
-    """Fires once the deployment's query reported progress, or its driver failed, or `timeout_s` passed."""
-
-    def __init__(self, deployment: dict[str, Any], timeout_s: float = START_TIMEOUT_S) -> None:
-        super().__init__()
-        self.deployment = deployment
-        self.timeout_s = timeout_s
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return f"{type(self).__module__}.{type(self).__qualname__}", {
-            "deployment": self.deployment,
-            "timeout_s": self.timeout_s,
-        }
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        deployment = Deployment(**self.deployment)
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            now = await asyncio.to_thread(verdict, deployment)
-            if now.done:
-                yield TriggerEvent({"ok": now.ok, "reason": now.reason, "deployment": self.deployment})
-                return
-            await asyncio.sleep(POLL_S)
-        reason = f"no progress within {self.timeout_s:.0f} s"
-        yield TriggerEvent({"ok": False, "reason": reason, "deployment": self.deployment})
+from dags.provider.triggers.daggers import DaggerStartedTrigger
+from jobs.lifecycle.daggers import START_TIMEOUT_S, Deployment
 
 
 class _LifecycleOperator(BaseOperator):
