@@ -16,7 +16,7 @@ from typing import Any
 from airflow.sdk import Param, dag, get_current_context, task
 
 from dags.provider.operators.daggers import DeployDaggerOperator, UpdateDaggerOperator
-from dags.provider.params import form_fields
+from dags.provider.params.daggers import form_fields
 from odin import form_choices
 from odin.paths import default_state_dir
 

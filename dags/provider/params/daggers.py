@@ -1,38 +1,14 @@
-"""Airflow trigger-form params from the platform's pydantic models: the form, the REST API and the CLIs take the
-same fields with the same limits. Airflow checks a run's params against these JSON schemas when it is triggered
-(a 400 naming the field); the first task validates them again through the model, which also knows what a schema
-cannot (teams, clusters, streams, the SQL)."""
+"""The dagger forms' fields (the seeds' Datlantis): deploy and update take them; API users may send a whole `spec`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
+from dags.provider.params import param_schemas
 from jobs.lifecycle.request import SINK_TYPES
 from jobs.spec import DaggerSpec, KafkaSettings, StreamSpec
 from odin.catalog import load as load_catalog
 from odin.form_choices import Choices
-
-# JSON-schema keys a Param carries to the form and the server's check; pydantic's others (title, anyOf...) stay out.
-_SCHEMA_KEYS = ("type", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern", "format", "examples")
-
-
-def param_schemas(model: type[BaseModel], fields: list[str]) -> dict[str, dict[str, Any]]:
-    """Each field's Param arguments: default, description, and its JSON schema rules."""
-    properties = model.model_json_schema()["properties"]
-    out = {}
-    for field in fields:
-        schema = properties[field]
-        kwargs: dict[str, Any] = {k: schema[k] for k in _SCHEMA_KEYS if k in schema}
-        if "default" in schema:
-            kwargs["default"] = schema["default"]
-        kwargs["description"] = schema.get("description", "")
-        out[field] = kwargs
-    return out
-
-
-# -- the dagger form ----------------------------------------------------------------------------------------------
 
 
 def _choices(values: list[str], description: str) -> dict[str, Any]:
