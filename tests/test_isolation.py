@@ -327,7 +327,7 @@ def test_oversized_requests_are_refused_before_they_are_read(tmp_path: Path) -> 
 
 
 def test_a_driver_whose_spec_file_is_gone_exits_0_so_its_master_does_not_relaunch_it(tmp_path: Path) -> None:
-    driver = [sys.executable, str(REPO / "jobs" / "driver.py"), "--spec-file", str(tmp_path / "gone.json")]
+    driver = [sys.executable, str(REPO / "jobs" / "engine" / "driver.py"), "--spec-file", str(tmp_path / "gone.json")]
     done = subprocess.run([*driver, "--state-dir", str(tmp_path), "--run", "r1"], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
     assert done.returncode == 0 and "superseded, not starting" in done.stderr, done.stderr

@@ -19,7 +19,9 @@ import psycopg
 import pytest
 from daggers.events import booking_log_pb2
 
+from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.status import read_status, status_path
+from jobs.lifecycle import daggers as lifecycle
 from jobs.lifecycle.daggers import QUICK_JIT, Daggers
 from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
@@ -150,7 +152,7 @@ def _dagger_jvms(run: str) -> list[list[str]]:
 
 
 def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
-    services: Services, team_cluster: TeamCluster
+    services: Services, team_cluster: TeamCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     daggers = Daggers(registry, team_cluster.state_dir)
@@ -158,7 +160,11 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     first = list(booking_logs(3_000, seed=21, start=START, rate=10))  # 5 minutes
     produce_to_stream(services, registry, first, START + timedelta(minutes=8))
 
+    plans: list[DaggerPlan] = []
+    monkeypatch.setattr(lifecycle, "plan_dagger", lambda *a, **k: plans.append(plan_dagger(*a, **k)) or plans[-1])
     record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
+    assert len(plans) == 1  # checked, placed and planned once; the driver verifies that plan's fingerprint
+    monkeypatch.undo()
     locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
     assert (record.state, record.cluster, record.schema_versions) == ("running", "main", {CATALOG: locked})
     # what the team asked is recorded (a restart places it again); the platform placed its output and checkpoint

@@ -15,6 +15,7 @@ is written there before the process exits non-zero, which makes a supervised dri
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -47,10 +48,21 @@ def main(argv: list[str]) -> int:
     if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
         logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
         return 0  # exit 0: a supervised driver that exits non-zero is relaunched
-    spec = DaggerSpec.model_validate_json(args.spec_file.read_text())
+    sent = json.loads(args.spec_file.read_text())
+    spec = DaggerSpec.model_validate(sent["spec"])
     # the team's secrets, which the spec's sink names by environment variable (odin/teams/secrets.py)
     os.environ.update(TeamSecrets(args.state_dir).load(spec.team))
     plan = plan_dagger(spec, args.state_dir)
+    if plan.fingerprint != sent["plan"]:  # this worker's code or schemas differ from the platform's that planned it
+        why = (
+            f"the plan on this worker ({plan.fingerprint}) is not the one deployed ({sent['plan']}): its code or "
+            "protos differ from the platform's; update the worker (odin up / odin cluster heal), then deploy again"
+        )
+        logging.error("dagger %s: %s", spec.qualified_name, why)
+        now = datetime.now(UTC)
+        failed = DaggerStatus(phase="starting", run=args.run, started_at=now, updated_at=now)
+        write_status(status_path(plan.checkpoint), failed.ended("failed", why))
+        return 0  # exit 0: relaunching it would fail the same way
 
     def superseded() -> str | None:
         """The run that took the checkpoint over, if another did (jobs/engine/status.py claim)."""

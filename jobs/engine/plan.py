@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from jobs.events.protobuf import ROWTIME, Computed, Decoder, SchemaError, field_
 from jobs.sinks import OutputShape, plan_problem
 from jobs.spec import DaggerSpec, SpecError
 from jobs.sql import Query, SqlError, translate
-from jobs.sql.parse import parse_query
 from jobs.sql.pushdown import push_filters, push_udfs
 from jobs.udfs import SCALAR_UDFS, SHADOWED_BY_BUILTINS
 from odin.paths import default_state_dir
@@ -48,13 +48,26 @@ class DaggerPlan:
     def schemas(self) -> list[str]:
         return [str(p) for p in self.spec.schemas]
 
+    @property
+    def fingerprint(self) -> str:
+        """What this plan runs, as a digest: the platform plans a deploy once and sends the spec with this, and the
+        driver, which must plan again in its own process, verifies it gets the same (jobs/engine/driver.py)."""
+        parts = [
+            self.spec.model_dump_json(),
+            self.query.spark_sql,
+            *(f"{s.table}:{s.columns}:{[c.describe() for c in s.computed]}:{[f.describe() for f in s.filters]}"
+              for s in self.streams),
+            repr((self.shape, self.output_mode, str(self.checkpoint), self.late_rule)),
+        ]  # fmt: skip
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
-def _referenced_names(spark_sql: str) -> set[str] | None:
+
+def _referenced_names(tree: exp.Query, spark_sql: str) -> set[str] | None:
     """Every identifier (lower-cased) in the query Spark runs: a superset of the top-level fields it reads. None
     when a projection is `*`: every field."""
     if any(
         isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
-        for select in parse_query(spark_sql, SCALAR_UDFS.keys()).find_all(exp.Select)
+        for select in tree.find_all(exp.Select)
         for p in select.expressions
     ):
         return None
@@ -84,15 +97,17 @@ def plan_dagger(spec: DaggerSpec, state_dir: Path | None = None) -> DaggerPlan:
         raise SpecError(f"sql: {e}") from None
     computed: list[Computed] = []
     filters: list[Predicate] = []
-    if len(spec.streams) == 1:
+    assert query.tree is not None
+    if len(spec.streams) == 1:  # the reader evaluates what it can: pushdown works on translate's own tree
         table, decoder = next(iter(decoders.items()))
         fields = [n for n in field_names(decoder.desc) if n != ROWTIME]
-        pushed_sql, computed = push_udfs(query.spark_sql, table, fields, SCALAR_UDFS.keys())
-        query = replace(query, spark_sql=pushed_sql)
+        tree, computed = push_udfs(query.tree, table, fields, SCALAR_UDFS.keys())
         types = {f.name: f.type for f in decoder.arrow_schema if f.name in fields}
-        pushed_sql, filters = push_filters(query.spark_sql, table, types, SCALAR_UDFS.keys())
-        query = replace(query, spark_sql=pushed_sql)
-    used = _referenced_names(query.spark_sql)  # after pushdown: fields only UDF calls read stay in the reader
+        tree, filters = push_filters(tree, table, types)
+        if tree is not query.tree:
+            query = replace(query, spark_sql=tree.sql(dialect="spark", normalize_functions=False), tree=tree)
+    assert query.tree is not None
+    used = _referenced_names(query.tree, query.spark_sql)  # after pushdown: fields only UDF calls read stay there
     streams = []
     for stream in spec.streams:
         full = decoders[stream.table]
@@ -122,8 +137,14 @@ def output_types(plan: DaggerPlan) -> dict[str, exp.DataType]:
     Spark; columns it cannot follow (window bounds, UDF results) are left out. The writer checks the real type."""
     schema = {s.table: {f.name: f.dataType.simpleString() for f in s.decoder.spark_schema.fields} for s in plan.streams}
     try:
-        tree = parse_query(plan.query.spark_sql, SCALAR_UDFS.keys())
-        tree = qualify(tree, schema=schema, dialect="spark", validate_qualify_columns=False, quote_identifiers=False)
+        assert plan.query.tree is not None
+        tree = qualify(
+            plan.query.tree.copy(),
+            schema=schema,
+            dialect="spark",
+            validate_qualify_columns=False,
+            quote_identifiers=False,
+        )
         tree = annotate_types(tree, schema=schema, dialect="spark")
     except Exception:  # best effort: sqlglot's inference is not Spark's, and the writer checks the real type anyway
         return {}

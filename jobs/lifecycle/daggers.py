@@ -10,6 +10,7 @@ verdict (`started`). Every call ends in one history entry; refusals come before 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -37,7 +38,7 @@ from odin.teams.access import require_member
 from odin.teams.databases import ensure_team_database, team_database_at
 from odin.teams.secrets import TeamSecrets
 
-DRIVER = REPO / "jobs" / "driver.py"
+DRIVER = REPO / "jobs" / "engine" / "driver.py"
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
@@ -511,7 +512,8 @@ def followed(registry: Registry, record: DaggerRecord) -> DaggerRecord:
 
 
 def _spec_file(plan: DaggerPlan, run: str) -> Path:
-    """The placed spec for the run's driver, beside the dagger's checkpoint (readable by the platform only). The
+    """The placed spec for the run's driver with its plan's fingerprint, which the driver verifies, beside the
+    dagger's checkpoint (readable by the platform only). The
     last KEPT_RUNS runs' files stay: a master may relaunch an older run's supervised driver, which must read its
     spec to find it is superseded and exit 0 (a driver whose file is gone exits 0 too: jobs/engine/driver.py)."""
     runs = plan.checkpoint.parent / "runs"
@@ -521,5 +523,5 @@ def _spec_file(plan: DaggerPlan, run: str) -> Path:
     path = runs / f"{run}.json"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(plan.spec.model_dump_json())
+        json.dump({"spec": plan.spec.model_dump(mode="json"), "plan": plan.fingerprint}, f)
     return path

@@ -21,7 +21,6 @@ from sqlglot import exp
 
 from jobs.events.predicates import STRING_OPERATORS, Predicate
 from jobs.events.protobuf import Computed
-from jobs.sql.parse import parse_query
 
 PREFIX = "__udf_"
 
@@ -65,12 +64,15 @@ def _arguments(call: exp.Anonymous, qualifiers: set[str], fields: set[str]) -> t
     return tuple(args) if any(kind == "column" for kind, _ in args) else None
 
 
-def push_udfs(spark_sql: str, table: str, fields: Iterable[str], udfs: Iterable[str]) -> tuple[str, list[Computed]]:
-    """`spark_sql` with every eligible call of `udfs` over `table`'s top-level `fields` replaced by a column, and
-    the columns the reader must add. Unchanged (and no columns) when nothing is eligible."""
+def push_udfs(
+    query: exp.Query, table: str, fields: Iterable[str], udfs: Iterable[str]
+) -> tuple[exp.Query, list[Computed]]:
+    """The query (a translated tree, not changed) with every eligible call of `udfs` over `table`'s top-level
+    `fields` replaced by a column, and the columns the reader must add. The same tree (and no columns) when nothing
+    is eligible."""
     names = {u.lower(): u for u in udfs}
     field_set = set(fields)
-    root = parse_query(spark_sql, names.values())
+    root = query.copy()
     computed: dict[tuple[str, tuple[tuple[str, Any], ...]], Computed] = {}
     for call in list(root.find_all(exp.Anonymous)):
         function = names.get(call.name.lower())
@@ -91,8 +93,8 @@ def push_udfs(spark_sql: str, table: str, fields: Iterable[str], udfs: Iterable[
             computed[key] = Computed(f"{PREFIX}{len(computed) + 1}", function, args)
         target.replace(exp.column(computed[key].name, quoted=True))
     if not computed:
-        return spark_sql, []
-    return root.sql(dialect="spark", normalize_functions=False), list(computed.values())
+        return query, []
+    return root, list(computed.values())
 
 
 _COMPARISONS: dict[type[exp.Expression], tuple[str, str]] = {  # node -> (op, op with its sides swapped)
@@ -159,20 +161,18 @@ def _predicate(
     return None if value is None else Predicate(target[0], op, (value,))
 
 
-def push_filters(
-    spark_sql: str, table: str, fields: dict[str, pa.DataType], udfs: Iterable[str]
-) -> tuple[str, list[Predicate]]:
+def push_filters(query: exp.Query, table: str, fields: dict[str, pa.DataType]) -> tuple[exp.Query, list[Predicate]]:
     """The WHERE conjuncts of a query that is one SELECT over `table` alone which the reader can evaluate exactly
     (see jobs/events/predicates.py), given the type each top-level field has in Spark, and the query without them.
-    Unchanged (and no predicates) when there are none."""
-    root = parse_query(spark_sql, udfs)
+    The same tree (and no predicates) when there are none."""
+    root = query.copy()
     selects = list(root.find_all(exp.Select))
     if not isinstance(root, exp.Select) or len(selects) != 1 or root.args.get("with_"):
-        return spark_sql, []  # a subquery, CTE or set operation: the WHERE's rows are not simply the stream's
+        return query, []  # a subquery, CTE or set operation: the WHERE's rows are not simply the stream's
     qualifiers = _reads_only(root, table)
     where = root.args.get("where")
     if qualifiers is None or where is None:
-        return spark_sql, []
+        return query, []
     usable = {
         name.lower(): (name, arrow)
         for name, arrow in fields.items()
@@ -186,6 +186,6 @@ def push_filters(
         else:
             pushed.append(predicate)
     if not pushed:
-        return spark_sql, []
+        return query, []
     root.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-    return root.sql(dialect="spark", normalize_functions=False), pushed
+    return root, pushed

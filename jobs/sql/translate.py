@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pyspark.sql.types import StructType
@@ -50,6 +50,7 @@ class Query:
     # (kind, size µs, slide µs) of the window of a query whose only stateful operator groups `rowtime` by it: the
     # reader tells its late events (jobs/engine/event_time.py). None otherwise.
     event_window: tuple[str, int, int | None] | None = None
+    tree: exp.Query | None = field(default=None, compare=False, repr=False)  # spark_sql's parse tree: no re-parsing
 
 
 def translate(
@@ -96,8 +97,10 @@ def _translate(
     _check_streaming_windows(root)
     qualified = {k.lower(): v for k, v in (shadowed or {}).items()}
     for call in list(root.find_all(exp.Anonymous)):
-        if call.name.lower() in qualified:
-            call.set("this", qualified[call.name.lower()])
+        if call.name.lower() in qualified:  # `session.Split(...)`, as the parser reads it back
+            schema, _, name = qualified[call.name.lower()].rpartition(".")
+            reached = exp.Anonymous(this=name, expressions=call.expressions)
+            call.replace(exp.Dot(this=exp.to_identifier(schema), expression=reached))
 
     keys = tuple(name for name, role in outputs if role != "value")
     values = tuple(name for name, role in outputs if role == "value")
@@ -120,6 +123,7 @@ def _translate(
         window=timedelta(microseconds=max((w.size for w in windows if w is not None), default=0)),
         stateful_operators=stateful,
         event_window=_event_window([w for w in windows if w is not None], stateful),
+        tree=root,
     )
 
 

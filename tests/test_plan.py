@@ -1,0 +1,68 @@
+"""spec → plan, once: the SQL is parsed once per plan (translation, pushdown, the column pruning and the sinks' checks
+share translate's tree), and a driver that plans again in its own process verifies it got the plan deployed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobs.engine.plan import plan_dagger
+from jobs.engine.status import read_status, status_path
+from jobs.spec import parse_spec
+from jobs.sql import parse
+from odin.paths import REPO
+from tests.seeds import SURGE_SQL
+
+DRIVER = REPO / "jobs" / "engine" / "driver.py"
+
+
+def _spec(tmp_path: Path, sink: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "surge",
+        "team": "tests",
+        "streams": [{"table": "data_stream", "topics": ["bookings"], "proto": "daggers.events.BookingLog"}],
+        "sql": SURGE_SQL,
+        "sink": sink,
+        "checkpoint_dir": str(tmp_path / "checkpoint"),
+    }
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        {"type": "influx", "url": "http://127.0.0.1:9", "measurement": "tests_surge"},  # checks the output's types
+        {"type": "log"},
+    ],
+)
+def test_a_plan_parses_its_sql_once(sink: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original, parsed = parse.parse_query, []
+
+    def counting(sql: str, udfs: Any = ()) -> Any:
+        parsed.append(sql)
+        return original(sql, udfs)
+
+    for module in list(sys.modules.values()):  # every module that imported it by name
+        if getattr(module, "parse_query", None) is original:
+            monkeypatch.setattr(module, "parse_query", counting)
+    plan = plan_dagger(parse_spec(_spec(tmp_path, sink)), tmp_path)
+    assert parsed == [SURGE_SQL]
+    assert plan.streams[0].computed and "S2Id" not in plan.query.spark_sql  # pushed into the reader all the same
+
+
+def test_a_driver_refuses_a_plan_other_than_the_one_deployed(tmp_path: Path) -> None:
+    """A worker whose code or protos differ from the platform's would run something else than was checked: its
+    driver says so in the status the deploy waits on, and exits 0 (a supervised driver would be relaunched)."""
+    plan = plan_dagger(parse_spec(_spec(tmp_path, {"type": "log"})), tmp_path)
+    sent = tmp_path / "run.json"
+    sent.write_text(json.dumps({"spec": plan.spec.model_dump(mode="json"), "plan": "0123456789abcdef"}))
+    args = ["--spec-file", str(sent), "--state-dir", str(tmp_path), "--run", "r1"]
+    done = subprocess.run([sys.executable, str(DRIVER), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    status = read_status(status_path(plan.checkpoint))
+    assert status is not None and status.phase == "failed" and status.run == "r1"
+    assert f"the plan on this worker ({plan.fingerprint}) is not the one deployed (0123456789abcdef)" in status.error
