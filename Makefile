@@ -14,7 +14,7 @@ APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROTOS := $(shell find protos -name '*.proto')
 
-.PHONY: help setup apt venv protos jvm buf up down status test demo bench lint fmt lock clean
+.PHONY: help setup apt venv protos jvm buf up down status test demo bench lint fmt lock reference clean
 
 help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -101,6 +101,9 @@ fmt: venv
 lock: ## re-resolve .ci/requirements.lock (pyspark-client excluded)
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 \
 	  --excludes .ci/lock-excludes.txt -o .ci/requirements.lock
+
+reference: venv ## regenerate docs/reference from the models and CLIs
+	$(PY) docs/reference/generate.py
 
 clean: down ## remove .local state and .venv
 	rm -rf .local $(VENV)

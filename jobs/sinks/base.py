@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import pyarrow as pa
 from sqlglot import exp
 
-from jobs.spec import DaggerSpec, Sink
+from jobs.spec import DaggerSpec, InfluxSink, KafkaSink, LogSink, PostgresSink, Sink
 
 log = logging.getLogger("jobs.sinks")
 
@@ -116,10 +116,15 @@ def check_columns(sink: str, batch: pa.Table, columns: tuple[str, ...], what: st
         raise SinkError(f"{sink} sink: {what} {missing} not in the batch's columns {batch.column_names}")
 
 
-class BaseSink(ABC):
-    """Template for a sink: replay detection, the retry loop, counters for telemetry."""
+SinkSpec = TypeVar("SinkSpec", LogSink, InfluxSink, KafkaSink, PostgresSink)
+
+
+class BaseSink(ABC, Generic[SinkSpec]):
+    """Template for a sink: replay detection, the retry loop, counters for telemetry. `sink` is the dagger's sink
+    settings, of the type the writer takes (`spec_type`)."""
 
     kind: ClassVar[str]
+    spec_type: ClassVar[type[LogSink | InfluxSink | KafkaSink | PostgresSink]]
 
     @classmethod
     def plan_problem(
@@ -130,6 +135,9 @@ class BaseSink(ABC):
         return None
 
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
+        if not isinstance(dagger.sink, self.spec_type):
+            raise SinkError(f"sink.type: {dagger.sink.type!r} given to the {self.kind} sink's writer")
+        self.sink: SinkSpec = dagger.sink  # type: ignore[assignment]
         self.dagger = dagger
         self.shape = shape
         self.retry = retry or RetryPolicy()

@@ -156,8 +156,9 @@ def _epoch_ms(column: pa.ChunkedArray) -> list[int | None]:
     return pc.cast(pc.cast(column, pa.timestamp("ms", tz="UTC"), safe=False), pa.int64()).to_pylist()
 
 
-class InfluxWriter(BaseSink):
+class InfluxWriter(BaseSink[InfluxSink]):
     kind = "influx"
+    spec_type = InfluxSink
 
     @classmethod
     def plan_problem(
@@ -169,9 +170,7 @@ class InfluxWriter(BaseSink):
 
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
         super().__init__(dagger, shape, retry)
-        sink = dagger.sink
-        assert isinstance(sink, InfluxSink)
-        self.sink = sink
+        sink = self.sink
         self.measurement = sink.measurement or dagger.name
         # The planner refuses these already (plan_problem); a writer opened another way must not time points at write.
         problem = time_column_problem(sink, shape)

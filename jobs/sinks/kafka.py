@@ -174,14 +174,13 @@ class KafkaTimeout(RuntimeError):
     pass
 
 
-class KafkaWriter(BaseSink):
+class KafkaWriter(BaseSink[KafkaSink]):
     kind = "kafka"
+    spec_type = KafkaSink
 
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
         super().__init__(dagger, shape, retry)
-        sink = dagger.sink
-        assert isinstance(sink, KafkaSink)
-        self.sink = sink
+        sink = self.sink
         self.topic = sink.topic
         self.transactional_id = transactional_id(dagger)
         self.commit_topic = commit_topic(dagger)

@@ -78,15 +78,15 @@ def read_log(path: str | Path) -> dict[tuple[Any, ...], dict[str, Any]]:
     return view
 
 
-class LogWriter(BaseSink):
+class LogWriter(BaseSink[LogSink]):
     kind = "log"
+    spec_type = LogSink
 
     def __init__(
         self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None, stream: TextIO | None = None
     ) -> None:
         super().__init__(dagger, shape, retry)
-        sink = dagger.sink
-        assert isinstance(sink, LogSink)
+        sink = self.sink
         self.path = sink.path
         self._stream = stream or sys.stdout
         if self.path is not None:

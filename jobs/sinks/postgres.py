@@ -68,14 +68,13 @@ def _identifier(name: str) -> sql.Identifier:
     return sql.Identifier(*name.split("."))
 
 
-class PostgresWriter(BaseSink):
+class PostgresWriter(BaseSink[PostgresSink]):
     kind = "postgres"
+    spec_type = PostgresSink
 
     def __init__(self, dagger: DaggerSpec, shape: OutputShape, retry: RetryPolicy | None = None) -> None:
         super().__init__(dagger, shape, retry)
-        sink = dagger.sink
-        assert isinstance(sink, PostgresSink)
-        self.sink = sink
+        sink = self.sink
         password = secret(sink.password_env, "postgres", "password_env")
         extra: dict[str, Any] = {"password": password} if password is not None else {}
         # UTC session: naive timestamps are stored as UTC instants.
