@@ -859,8 +859,8 @@ def test_hop_and_percentile_stream(spark_udfs: SparkSession, tmp_path: Path) -> 
 
 def pushed(sql: str) -> tuple[str, list[str]]:
     fields = [f.name for f in BOOKING.fields]
-    spark_sql, computed = push_udfs(booking(sql).spark_sql, "data_stream", fields, UDFS)
-    return spark_sql, [c.describe() for c in computed]
+    tree, computed = push_udfs(booking(sql).tree, "data_stream", fields, UDFS)  # type: ignore[arg-type]
+    return tree.sql(dialect="spark", normalize_functions=False), [c.describe() for c in computed]
 
 
 def test_udf_calls_over_stream_fields_move_into_the_reader() -> None:
