@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import traceback
 from datetime import UTC, datetime
@@ -39,7 +40,14 @@ def main(argv: list[str]) -> int:
     from jobs.engine.plan import plan_dagger
     from jobs.engine.runner import run, session_for, warm_up
     from jobs.engine.session import root_cause
-    from jobs.engine.status import DaggerStatus, own_submission_id, owner, status_path, write_status
+    from jobs.engine.status import (
+        DaggerStatus,
+        hold_run_lock,
+        own_submission_id,
+        owner,
+        status_path,
+        write_status,
+    )
     from jobs.spec import DaggerSpec
     from odin.teams.secrets import TeamSecrets
 
@@ -73,10 +81,17 @@ def main(argv: list[str]) -> int:
         # exit 0: a supervised driver that exits non-zero is relaunched
         logging.info("dagger %s: run %s is superseded by run %s, not starting", spec.qualified_name, args.run, by)
         return 0
+    lock = hold_run_lock(plan.checkpoint, args.run)  # released by the OS when this process tree is gone
     path = status_path(plan.checkpoint)
     now = datetime.now(UTC)
     status = DaggerStatus(
-        phase="starting", run=args.run, started_at=now, updated_at=now, submission_id=own_submission_id()
+        phase="starting",
+        run=args.run,
+        started_at=now,
+        updated_at=now,
+        submission_id=own_submission_id(),
+        host=socket.gethostname(),
+        pid=os.getpid(),
     )
     write_status(path, status)
     taken_over: list[str] = []
@@ -108,6 +123,7 @@ def main(argv: list[str]) -> int:
         return 0
     write_status(path, status.ended("stopped"))
     logging.info("dagger %s stopped after %d batch(es)", spec.qualified_name, result.batches)
+    os.close(lock)
     return 0
 
 

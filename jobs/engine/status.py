@@ -8,8 +8,10 @@ run that owns the checkpoint (`claim`): a fencing token, so that only the latest
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +47,8 @@ class DaggerStatus(BaseModel):
     lost: int = 0
     sink_errors: int = 0  # failed sink write attempts (each retried)
     error: str = ""
+    host: str | None = None  # where the driver's Python process runs, and its pid: what a stop ends if it lingers
+    pid: int | None = None
 
     def progressed(self, progress: dict[str, Any], sink_errors: int = 0) -> DaggerStatus:
         input_rate, processed_rate = rates(progress)
@@ -116,3 +120,40 @@ def own_submission_id() -> str | None:
     """This driver's submission id, from the work directory its worker runs it in (None outside a cluster)."""
     name = Path.cwd().name
     return name if DRIVER_ID.fullmatch(name) else None
+
+
+def run_lock_path(checkpoint: Path, run: str) -> Path:
+    return checkpoint.parent / "runs" / f"{run}.lock"
+
+
+def hold_run_lock(checkpoint: Path, run: str, wait_s: float = 60.0) -> int:
+    """Lock the run's lock file for as long as this process (and what it forks) lives: the OS releases it when the
+    last of them is gone, which is how a stop knows the driver's whole process tree ended. Waits (bounded) for a
+    previous launch of the same run to let go; the open file is returned and must stay open."""
+    path = run_lock_path(checkpoint, run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return fd  # run without it: a stop then waits its bound and says it could not confirm the end
+            time.sleep(0.5)
+
+
+def run_alive(checkpoint: Path, run: str) -> bool:
+    """Whether a process of the run's driver still holds its lock (False once the last one is gone)."""
+    try:
+        fd = os.open(run_lock_path(checkpoint, run), os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock this call took

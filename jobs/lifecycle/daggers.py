@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import sys
 import time
 import uuid
@@ -21,10 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from jobs.engine import jvm_archive
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
-from jobs.engine.status import DaggerStatus, claim, owner, read_status, status_path
+from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
 from jobs.lifecycle.placement import Places, confine, missing
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.spec import DaggerSpec, SpecError
@@ -42,6 +45,7 @@ DRIVER = REPO / "jobs" / "engine" / "driver.py"
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
+PROCESS_GONE_S = 30.0  # after the master reports the driver ended, for its Python process to end too
 KEPT_RUNS = 8  # spec files kept per dagger (_spec_file)
 ENVIRONMENT = "local"  # the Odin environment the platform's own processes (Airflow, the CLIs) run in
 # A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
@@ -351,6 +355,8 @@ class Daggers:
             rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
             self.say(f"killing driver {record.submission_id}")
             detail["driver"] = self._kill(rest, record.submission_id)
+            if record.checkpoint:
+                detail["processes"] = self._processes_gone(Path(record.checkpoint))
             self.registry.set_dagger_state(team, name, "stopped")
         stopped = self.registry.dagger(team, name)
         assert stopped is not None
@@ -484,6 +490,29 @@ class Daggers:
                 if known is not None:
                     versions[s.stream] = known.schema_version
         return versions
+
+    def _processes_gone(self, checkpoint: Path, timeout_s: float = PROCESS_GONE_S) -> str:
+        """Return once the driver's whole process tree is gone: the master reports KILLED when the driver's JVM
+        ended, and its Python process (with what it forked) ends when its gateway closes, which may take a batch.
+        Past `timeout_s`, a process on this host is killed, and said so; one elsewhere is reported."""
+        status = read_status(status_path(checkpoint))
+        if status is None:
+            return "no driver status"
+        deadline = time.monotonic() + timeout_s
+        while run_alive(checkpoint, status.run) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not run_alive(checkpoint, status.run):
+            return "gone"
+        if status.pid is None or status.host != socket.gethostname() or not psutil.pid_exists(status.pid):
+            return f"still running on {status.host or '?'} {timeout_s:.0f} s after the driver ended: not confirmed"
+        driver = psutil.Process(status.pid)
+        tree = [driver, *driver.children(recursive=True)]
+        for p in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(tree, timeout=10)
+        self.say(f"the driver's process {status.pid} outlived it by {timeout_s:.0f} s: killed")
+        return f"killed: process {status.pid} and {len(tree) - 1} child(ren) outlived the driver by {timeout_s:.0f} s"
 
     def _kill(self, rest: SparkRest, submission_id: str, timeout_s: float = STOP_TIMEOUT_S) -> str:
         """Kill the driver and wait until the master reports it ended; its final state."""
