@@ -7,15 +7,12 @@ instead. Both go through DaggerSpec, and its errors are given back in the form's
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
 from jobs.spec import DaggerSpec, Sink, SpecError, check_size, parse_spec
 
-log = logging.getLogger(__name__)
-SECTIONS = ("Dagger", "Source", "Query", "Sink", "Advanced", "API")
 SINK_TYPES = [m.model_fields["type"].default for m in get_args(get_args(Sink)[0])]
 # A form field for each spec path it sets: a spec error at that path names the field instead.
 FORM_PATHS = {
