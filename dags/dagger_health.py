@@ -7,22 +7,24 @@ TSDB (`dagger_health`, `cluster_health`) and to a JSON report per run; every act
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, task
+
+from dags.provider.tasks import START, environment_param, run_params
 
 log = logging.getLogger(__name__)
 
 
 @dag(
     schedule=timedelta(minutes=1),
-    start_date=datetime(2026, 1, 1),
+    start_date=START,
     catchup=False,
     max_active_runs=1,  # a check that restarts daggers can outlast the minute: the next one waits
     tags=["daggers", "health"],
     params={
-        "environment": Param("local", type="string", enum=["local"], description="Odin environment"),
+        "environment": environment_param(),
         "heal": Param(True, type="boolean", description="Restart failed daggers and converge broken clusters."),
     },
     doc_md=__doc__,
@@ -32,7 +34,7 @@ def dagger_health() -> None:
     def check() -> dict[str, Any]:
         from dags.provider.requests.daggers import check_health
 
-        params = get_current_context()["params"]
+        params = run_params()
         return check_health(params["environment"], bool(params["heal"]), log.info)
 
     check()

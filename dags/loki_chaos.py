@@ -16,71 +16,48 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, task
 
-from loki.playbook import STANDARD_DIR, standard_names
+from dags.provider.params.loki import form_fields
+from dags.provider.tasks import START, failing_without_retries, form, run_params, triggering_user
 
 log = logging.getLogger(__name__)
-STANDARD = standard_names()
+FIELDS = form_fields()  # loki/playbook.py's models and the standard playbooks' files: no registry when parsed
 
 
 @dag(
     schedule=os.environ.get("LOKI_CHAOS_SCHEDULE") or None,
-    start_date=datetime(2026, 1, 1),
+    start_date=START,
     catchup=False,
     max_active_runs=1,  # experiments on one environment never overlap
     tags=["loki", "chaos"],
     doc_md=__doc__,
-    params={
-        "playbook": Param("broker-pause", type="string", enum=STANDARD, description="A standard playbook."),
-        "playbook_spec": Param(
-            {}, type="object", description="A whole playbook instead (loki schema); empty: the standard one."
-        ),
-        "environment": Param("local", type="string", description="Target Odin environment."),
-        "team": Param("", type="string", description="Target team (empty: the playbook's)."),
-        "cluster": Param("", type="string", description="Target cluster (empty: the playbook's)."),
-        "rate_scale": Param(1.0, type="number", minimum=0.001, maximum=10, description="Multiply every feeder rate."),
-        "time_scale": Param(
-            1.0, type="number", minimum=0.01, maximum=10, description="Multiply every duration and start."
-        ),
-        "settle": Param(
-            "",
-            type="string",
-            description="After the last fault, how long the steady state has to come back, e.g. 300s (empty: the "
-            "playbook's).",
-        ),
-    },
+    params=form(FIELDS, *FIELDS),
 )
 def loki_chaos() -> None:
     @task(execution_timeout=timedelta(hours=2))
     def simulate() -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from loki.playbook import PlaybookError
+        from loki.playbook import STANDARD_DIR, PlaybookError
         from loki.runner import PlanRefused, playbook_from_params, run_playbook
         from odin.registry import Refused
 
-        context = get_current_context()
-        run = context["dag_run"]
         # The actor is the run's triggering user (Airflow's login), never a param. A scheduled run has none: it acts
         # as LOKI_CHAOS_SCHEDULE_USER, set beside LOKI_CHAOS_SCHEDULE by whoever runs the scheduler (and checked).
-        user = getattr(run, "triggering_user_name", None)
-        if not user and str(getattr(run, "run_type", "")).endswith("scheduled"):
-            user = os.environ.get("LOKI_CHAOS_SCHEDULE_USER")
+        user = triggering_user(scheduled_as=os.environ.get("LOKI_CHAOS_SCHEDULE_USER"))
 
         def actor(_registry: Any) -> str:
             if not user:
                 raise Refused("no triggering user: a Loki run is triggered by a person or an API user")
             return str(user)
 
-        try:
-            book = playbook_from_params(dict(context["params"]), STANDARD_DIR)
+        with failing_without_retries((PlaybookError, PlanRefused), refused="refused:\n"):
+            book = playbook_from_params(run_params(), STANDARD_DIR)
             report, html_path = run_playbook(book, None, actor, None, log.info)
-        except (PlaybookError, PlanRefused, Refused) as e:
-            raise AirflowFailException(f"refused:\n{e}") from None
         log.info("report: %s; verdict %s, score %s", html_path, report["verdict"], report["score"])
         if report["state"] != "finished":  # halted (loki halt, a safeguard) or failed: as `loki simulate` exits 1
             raise AirflowFailException(f"{report['state']}: {report['reason']}")

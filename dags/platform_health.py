@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from airflow.sdk import dag, task
 
-from airflow.sdk import Param, dag, task
+from dags.provider.tasks import START, environment_param
 
 
 @dag(
     schedule="*/5 * * * *",
-    start_date=datetime(2026, 1, 1),
+    start_date=START,
     catchup=False,
     max_active_runs=1,
     tags=["platform", "odin", "health"],
-    params={"environment": Param("local", type="string", enum=["local"], description="Odin environment")},
+    params={"environment": environment_param()},
     doc_md=__doc__,
 )
 def platform_health() -> None:

@@ -8,80 +8,46 @@ Runs are refused before anything is touched unless the triggering user is a memb
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, task
 
 from dags.provider.operators.daggers import DeployDaggerOperator, UpdateDaggerOperator
 from dags.provider.params.daggers import form_fields
+from dags.provider.tasks import ON_DEMAND, form, run_request, this_run_id
 from odin import form_choices
 from odin.paths import default_state_dir
 
-log = logging.getLogger(__name__)
 FIELDS = form_fields(form_choices.read(default_state_dir()))  # a file: no registry when the DAG is parsed
+FORM = tuple(FIELDS)  # the form's fields, in its order
 TAGS = ["daggers"]
 
 
-def _params(*names: str, **extra: Param) -> dict[str, Param]:
-    return {n: Param(**FIELDS[n]) for n in names} | extra
-
-
-FORM = tuple(FIELDS)  # the form's fields, in its order
-
-
-def _run(action: Callable[..., Any], **kwargs: Any) -> Any:
-    """Call dags.provider.requests.daggers with the run's params and triggering user (never anything another task
-    handed over);
-    refusals fail the run without retries."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from odin.registry import Refused
-
-    context = get_current_context()
-    user = getattr(context["dag_run"], "triggering_user_name", None)
-    try:
-        return action(dict(context["params"]), user, log.info, **kwargs)
-    except Refused as e:
-        raise AirflowFailException(f"refused: {e}") from None
-
-
-@dag(
-    dag_id="dagger_deploy",
-    schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    tags=TAGS,
-    doc_md=__doc__,
-    params=_params(*FORM),
-)
+@dag(dag_id="dagger_deploy", **ON_DEMAND, tags=TAGS, doc_md=__doc__, params=form(FIELDS, *FORM))
 def dagger_deploy() -> None:
     @task
     def check() -> dict[str, Any]:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.check)
+        return run_request(requests.check)
 
     @task
     def preview() -> int:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.preview)
+        return run_request(requests.preview)
 
     check() >> preview() >> DeployDaggerOperator(task_id="deploy")
 
 
 @dag(
     dag_id="dagger_update",
-    schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
+    **ON_DEMAND,
     tags=TAGS,
     doc_md="Update a running dagger: stop it, redeploy on its checkpoint when the new spec can resume it; "
     "otherwise refused unless `reset_state` (it reads its streams again from `start`).",
-    params=_params(
+    params=form(
+        FIELDS,
         *FORM,
         reset_state=Param(
             False,
@@ -96,46 +62,43 @@ def dagger_update() -> None:
     def check() -> dict[str, Any]:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.check, update=True)
+        return run_request(requests.check, update=True)
 
     @task
     def preview() -> int:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.preview, update=True)
+        return run_request(requests.preview, update=True)
 
     check() >> preview() >> UpdateDaggerOperator(task_id="update")
 
 
 @dag(
     dag_id="dagger_stop",
-    schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
+    **ON_DEMAND,
     tags=TAGS,
     doc_md="Stop a dagger: its driver is killed and ends; its checkpoint stays for a later deploy.",
-    params=_params("team", name=Param(type="string", section="Dagger", description="The dagger's name.")),
+    params=form(FIELDS, "team", name=Param(type="string", section="Dagger", description="The dagger's name.")),
 )
 def dagger_stop() -> None:
     @task
     def stop() -> dict[str, Any]:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.stop, run_id=get_current_context()["dag_run"].run_id)
+        return run_request(requests.stop, run_id=this_run_id())
 
     stop()
 
 
 @dag(
     dag_id="dagger_failover",
-    schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
+    **ON_DEMAND,
     tags=[*TAGS, "health"],
     doc_md="Seed 004's cluster failover: every dagger of a team cluster moves to another cluster of the team and "
     "resumes from its checkpoint (nothing lost or counted twice). The health check does it on its own, for teams "
     "that allow it, when a cluster stays down.",
-    params=_params(
+    params=form(
+        FIELDS,
         "team",
         "cluster",
         to=Param(None, type=["null", "string"], description="The team cluster to move to (default: its healthiest)."),
@@ -147,16 +110,14 @@ def dagger_failover() -> None:
     def failover() -> dict[str, Any]:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.failover, run_id=get_current_context()["dag_run"].run_id)
+        return run_request(requests.failover, run_id=this_run_id())
 
     failover()
 
 
 @dag(
     dag_id="dagger_list",
-    schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
+    **ON_DEMAND,
     tags=TAGS,
     doc_md="Daggers with their cluster, state, since when, input rate and lag (a table in the task log): the "
     "triggering user's teams' (a platform engineer's: every team's).",
@@ -167,7 +128,7 @@ def dagger_list() -> None:
     def listing() -> list[dict[str, Any]]:
         from dags.provider.requests import daggers as requests
 
-        return _run(requests.listing)
+        return run_request(requests.listing)
 
     listing()
 

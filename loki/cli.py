@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loki import playbook as playbooks
-from loki.access import authorise
-from loki.plan import ExperimentPlan, plan, template_values
+from loki.plan import ExperimentPlan
 from loki.resources import environment_nodes, inventory, registry_of
 from odin.registry import Refused, Registry
 from odin.teams.actor import acting_user
@@ -74,23 +73,17 @@ def _actor_of(user: str | None) -> Callable[[Registry], str]:
     return lambda registry: acting_user(registry, user, action="loki_run")
 
 
-def make_plan(
-    book: playbooks.Playbook, state_dir: Path | None, user: str | None = None, run_id: str = "plan"
-) -> ExperimentPlan:
+def make_plan(book: playbooks.Playbook, state_dir: Path | None, user: str | None = None) -> ExperimentPlan:
     """The playbook resolved against its environment's resources (read only), as the acting user may run it (a
-    team member's with the platform's blast radius)."""
-    nodes, state = environment_nodes(book.target.environment, state_dir)
-    if not nodes:
-        raise _fail(f"environment {book.target.environment!r} was never brought up: run `odin up`")
-    registry = registry_of(nodes)
+    team member's with the platform's blast radius): loki.runner.plan_only."""
+    from loki.runner import PlanRefused, plan_only
+
     try:
-        book = authorise(registry, _actor_of(user)(registry), book, action="loki_plan")
-        found = inventory(book.target.environment, nodes, registry, state)
-        return plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+        return plan_only(book, state_dir, _actor_of(user))
+    except PlanRefused as e:  # the environment was never brought up
+        raise _fail(str(e)) from None
     except Refused as e:
         raise _fail(f"refused: {e}", 1) from None
-    finally:
-        registry.close()
 
 
 @app.command()

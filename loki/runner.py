@@ -58,14 +58,41 @@ class PlanRefused(RuntimeError):
     """The plan refuses the run (nothing was touched): one refusal per line, each with its path."""
 
 
+def _environment(environment: str, state_dir: Path | None) -> tuple[dict[str, Any], Path]:
+    """The environment's nodes and state directory; PlanRefused when it was never brought up."""
+    nodes, state = environment_nodes(environment, state_dir)
+    if not nodes:
+        raise PlanRefused(f"target.environment: {environment!r} was never brought up: run `odin up`")
+    return nodes, state
+
+
+def experiment_plan(book: Playbook, registry: Registry, nodes: dict[str, Any], state: Path, actor: str, run_id: str,
+                    action: str = ACTION) -> ExperimentPlan:  # fmt: skip
+    """The one way an experiment is planned (`loki plan`, `loki simulate`, the loki_chaos DAG): the playbook as
+    `actor` may run it (loki.access: a team member's with the platform's blast radius; Refused, recorded, otherwise),
+    resolved against the environment's resources (read only) and the registry's streams, with what it refuses."""
+    book = authorise(registry, actor, book, action=action)
+    found = inventory(book.target.environment, nodes, registry, state)
+    return plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+
+
+def plan_only(book: Playbook, state_dir: Path | None, actor_of: Actor, run_id: str = "plan") -> ExperimentPlan:
+    """`loki plan`: exactly what a run would touch and what it refuses; nothing is touched (PlanRefused when the
+    environment was never brought up, Refused when the actor may not run it)."""
+    nodes, state = _environment(book.target.environment, state_dir)
+    registry = registry_of(nodes)
+    try:
+        return experiment_plan(book, registry, nodes, state, actor_of(registry), run_id, action="loki_plan")
+    finally:
+        registry.close()
+
+
 def authorised_plan(book: Playbook, registry: Registry, nodes: dict[str, Any], state: Path, actor: str, run_id: str
                     ) -> ExperimentPlan:  # fmt: skip
     """The plan of what `actor` may run (loki.access), or PlanRefused / Refused, recorded in the history."""
-    book = authorise(registry, actor, book)
-    found = inventory(book.target.environment, nodes, registry, state)
-    planned = plan(book, found, registry.streams(), template_values(book, nodes, run_id))
+    planned = experiment_plan(book, registry, nodes, state, actor, run_id)
     if not planned.ok:
-        reason = "\n".join(planned.refusals)
+        reason, book = "\n".join(planned.refusals), planned.playbook
         registry.record(actor, ACTION, f"loki:{book.target.environment}/{book.name}", "refused", reason)
         raise PlanRefused(reason)
     return planned
@@ -76,9 +103,7 @@ def run_playbook(
 ) -> tuple[dict[str, Any], Path]:
     """The whole run: its report and where the HTML page is. Refused or PlanRefused before anything is touched.
     `actor_of`: how the entry point establishes who acts (a name only from code that did so itself: the bench)."""
-    nodes, state = environment_nodes(book.target.environment, state_dir)
-    if not nodes:
-        raise PlanRefused(f"target.environment: {book.target.environment!r} was never brought up: run `odin up`")
+    nodes, state = _environment(book.target.environment, state_dir)
     registry = registry_of(nodes)
     try:
         run_id = new_run_id()
@@ -121,9 +146,7 @@ def run_playbook(
 
 
 def feed_only(book: Playbook, state_dir: Path | None, actor_of: Actor, console: Console) -> list[dict[str, int]]:
-    nodes, _ = environment_nodes(book.target.environment, state_dir)
-    if not nodes:
-        raise PlanRefused(f"target.environment: {book.target.environment!r} was never brought up: run `odin up`")
+    nodes, _ = _environment(book.target.environment, state_dir)
     registry = registry_of(nodes)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
