@@ -7,16 +7,12 @@ import atexit
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from psycopg import sql
 from sqlalchemy import create_engine, make_url
 
@@ -43,17 +39,11 @@ from odin.ports import stack_ports
 from odin.registry import Registry, migrate
 from odin.spec import Service, StackSpec
 from odin.stack import Stack, UpReport
+from tests.support.airflow import USERS, Airflow
+from tests.support.services import Services, TeamCluster, TeamDb
 
 if TYPE_CHECKING:
     from odin.cluster.lifecycle import Clusters
-
-
-@dataclass(frozen=True)
-class Services(Endpoints):
-    """A running test stack: where each service is (Endpoints), and the stack itself."""
-
-    stack: Stack | None = None
-    report: UpReport | None = None
 
 
 def start_stack(state_dir: Path, services: set[Service], workers: int = 1) -> tuple[Stack, UpReport]:
@@ -104,43 +94,6 @@ def spark() -> Iterator[SparkSession]:
         session.stop()
 
 
-def consume_all(bootstrap: str, topic: str) -> list[Any]:
-    """Every committed record of the topic, read to each partition's end (Tansu under-reports the end)."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 10,
-        }
-    )
-    try:
-        partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
-        c.assign([TopicPartition(topic, p, 0) for p in partitions])
-        out: list[Any] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(at_end) < len(partitions) and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                at_end.add(msg.partition())
-            else:
-                at_end.discard(msg.partition())
-                out.append(msg)
-        assert len(at_end) == len(partitions), "did not reach the end of every partition"
-        return sorted(out, key=lambda m: (m.partition(), m.offset()))
-    finally:
-        c.close()
-
-
-def latest_by_key(records: list[Any]) -> dict[bytes, Any]:
-    return {m.key(): m for m in records}  # in offset order per partition; one key lives in one partition
-
-
 # -- the platform registry ---------------------------------------------------------------------------------
 
 
@@ -159,23 +112,6 @@ def empty_db(services: Services) -> Iterator[str]:
         yield url
     finally:
         _drop(services, url)
-
-
-@dataclass(frozen=True)
-class TeamDb:
-    """A team's database on the stack's PostgreSQL, as a deployed dagger of the team gets it: a DSN without a
-    password, and the password in the environment variable `password_env` (set for the test)."""
-
-    team: str
-    dsn: str
-    password_env: str
-    password: str
-
-    def sink(self, table: str) -> dict[str, Any]:
-        return {"type": "postgres", "dsn": self.dsn, "password_env": self.password_env, "table": table}
-
-    def connect(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(self.dsn, password=self.password)
 
 
 @pytest.fixture(scope="session")
@@ -230,15 +166,6 @@ def ordinary_login(services: Services) -> Iterator[str]:
 # -- a team and its Spark cluster ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TeamCluster:
-    registry: Registry
-    state_dir: Path
-    team: str
-    cluster: str  # ready, 1 master and 1 worker with room for two daggers (driver + one executor each)
-    member: str
-
-
 @pytest.fixture(scope="session")
 def team_cluster(services: Services) -> Iterator[TeamCluster]:
     """A team of its own (member `alice`) on the stack's registry, with cluster `main`; shared by the lifecycle and
@@ -283,13 +210,54 @@ def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
         registry.close()
 
 
+# -- Airflow ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
+    """Airflow added to the session's stack (after the team cluster exists: the form's dropdowns are read when the
+    DAG file is parsed), stopped after the module that uses it."""
+    stack = services.stack
+    assert stack is not None
+    report = stack.up(stack.resolve(None, {Service.airflow}, None, USERS))
+    try:
+        assert report.ok, [(f.task, f.message) for f in report.playbook.failures]
+        endpoints = Endpoints(stack.nodes())
+        yield Airflow(endpoints.airflow_url, endpoints)
+    finally:
+        stack.down(only={Service.airflow})
+
+
 # Loki's experiments feed live events into the perf stream, which the self-serve and DAG tests' daggers read from its
 # start: events newer than theirs, read first, would make theirs late. Their files run first (xdist hands files out
 # in collection order), the files that run Loki last.
 LIVE_PERF_LOAD = ("tests/test_loki", "tests/test_clusters.py")
 
 
+# The fixtures that start services (here and in test files), directly or through the fixtures they use: a test that
+# uses any of them, even through another fixture, is marked `services`, so that `pytest -m "not services"` runs only
+# the pure tests (a local Spark session is not a service). Files whose tests start services themselves say so with
+# `pytestmark = pytest.mark.services`.
+SERVICE_FIXTURES = frozenset(
+    {
+        "services",  # the session's stack; team_cluster, airflow, team_db, registry... all use it
+        "team_cluster",
+        "airflow",
+        "own_broker",
+        "own_team",
+        "full_stack",  # tests/test_odin.py
+        "two_brokers",  # tests/test_kafka_failover.py
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & SERVICE_FIXTURES:
+            item.add_marker(pytest.mark.services)
+        if "spark" in fixtures:  # the local[2] session: no service, but seconds per test (-m "not spark" skips them)
+            item.add_marker(pytest.mark.spark)
     items.sort(key=lambda item: item.nodeid.startswith(LIVE_PERF_LOAD))
 
 

@@ -34,9 +34,12 @@ from odin.registry import Registry
 from odin.registry.records import AlertRecord
 from odin.spec import Service
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, TeamCluster
-from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
-from tests.test_lifecycle import closing_markers, sink_reaches
+from tests.support.catalog import catalog_stream, closing_markers
+from tests.support.events import surge_truth
+from tests.support.kafka import new_topic
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import sink_reaches
+from tests.support.specs import deployable, surge_spec
 
 RULES = sorted((REPO / "odin" / "alerting" / "rules").glob("*.yml"))
 

@@ -20,7 +20,7 @@ from odin.catalog.sync import sync
 from odin.paths import BIN_DIR
 from odin.registry import Registry
 from odin.registry.records import DaggerRecord
-from tests.conftest import Services
+from tests.support.services import Services
 
 BOOKING = "daggers.events.BookingLog"
 

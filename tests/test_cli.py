@@ -26,8 +26,11 @@ from jobs.sinks import SinkError
 from jobs.spec import parse_spec
 from odin.paths import BIN_DIR
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, TeamDb, consume_all
-from tests.test_dagger import START, new_topic, spec_file, surge_counts, surge_rows, surge_spec, surge_truth
+from tests.support.events import START, surge_truth
+from tests.support.kafka import consume_all, new_topic
+from tests.support.services import Services, TeamDb
+from tests.support.sinks import surge_counts, surge_rows
+from tests.support.specs import spec_file, surge_spec
 
 BAD_EVENT = b"\xff\xff\xff\xff not a protobuf"
 

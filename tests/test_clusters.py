@@ -27,10 +27,13 @@ from odin.provision.terraform import Terraform
 from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services
-from tests.loki_runs import assert_accounted, assert_exact, simulate
-from tests.test_dagger import catalog_stream, deployable, new_topic, surge_spec, surge_truth
-from tests.test_lifecycle import closing_markers, sink_reaches
+from tests.support.catalog import catalog_stream, closing_markers
+from tests.support.events import surge_truth
+from tests.support.kafka import new_topic
+from tests.support.loki_runs import assert_accounted, assert_exact, simulate
+from tests.support.services import Services
+from tests.support.sinks import sink_reaches
+from tests.support.specs import deployable, surge_spec
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
 from odin.cluster.lifecycle import Clusters
 from odin.processes import of_node
-from tests.conftest import Services, TeamCluster
-from tests.test_lifecycle import _spec, ensure_catalog_topics
+from tests.support.catalog import ensure_catalog_topics
+from tests.support.services import Services, TeamCluster
+from tests.support.specs import catalog_spec
 
 CANARY = "ODIN_CALLER_CANARY"  # set by tests/conftest.py in the process that runs `odin up`
 
@@ -54,7 +55,7 @@ def test_a_deployed_driver_gets_nothing_of_the_callers_environment(
     daggers = Daggers(registry, state)
     suffix = uuid.uuid4().hex[:6]
     name, measurement = f"env-{suffix}", f"{team}_env_{suffix}"  # under the team's prefix, as every sink is
-    record = daggers.deploy(parse_spec(_spec(team, measurement, services) | {"name": name}), "main", "alice")
+    record = daggers.deploy(parse_spec(catalog_spec(team, measurement, services) | {"name": name}), "main", "alice")
     try:
         status = read_status(status_path(Path(record.checkpoint)))
         assert status is not None

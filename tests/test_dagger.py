@@ -12,138 +12,34 @@ import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
-import s2sphere
 import yaml
 from confluent_kafka import Consumer, TopicPartition
-from daggers.events import booking_log_pb2, common_pb2, driver_location_pb2
+from daggers.events import booking_log_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
 from jobs.engine.plan import plan_dagger
 from jobs.engine.runner import preview, run, warm_up
-from jobs.sinks import read_log
 from jobs.spec import parse_spec
 from odin import victoria
-from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.traffic.generator import booking_logs, driver_pings, produce
-from tests.conftest import Services, TeamDb, consume_all, latest_by_key
-from tests.seeds import SUPPLY_SQL, SURGE_SQL
-
-START = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
-
-
-def s2id(lat: float, lng: float, level: int = 13) -> str:
-    """Independent reference: s2sphere, as Java's signed Long.toString(S2CellId.id())."""
-    cell = s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(lat, lng)).parent(level).id()
-    return str(cell - (1 << 64) if cell >= 1 << 63 else cell)
-
-
-def window_end(seconds: int, size: int = 60) -> str:
-    return datetime.fromtimestamp((seconds // size + 1) * size, UTC).isoformat()
-
-
-def new_topic(services: Services, partitions: int = 2) -> str:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    ensure_topics({"bootstrap.servers": services.kafka_bootstrap}, {name: partitions})
-    return name
-
-
-def catalog_stream(services: Services, registry: Any, topic: str, bootstrap: str | None = None) -> str:
-    """A catalog stream of the test's own over BookingLog `topic` (on `bootstrap`, default the stack's broker),
-    synced into the registry as `odin catalog sync` does it: a deployed dagger reads catalog streams only."""
-    from odin.catalog import Catalog
-    from odin.catalog import sync as catalog_sync
-
-    name, cluster = f"s{topic.lower().replace('_', '-')}"[:63], f"k{uuid.uuid4().hex[:6]}"
-    catalog = Catalog.model_validate(
-        {
-            "kafka_clusters": {cluster: {"bootstrap_servers": {"local": bootstrap or services.kafka_bootstrap}}},
-            "streams": [
-                {"name": name, "kafka_cluster": cluster, "topics": [topic], "proto": "daggers.events.BookingLog"}
-            ],
-        }
-    )
-    catalog_sync.sync(registry, catalog, "local", services.kafka_bootstrap, actor="tests")
-    return name
-
-
-def deployable(spec: dict[str, Any], stream: str) -> dict[str, Any]:
-    """A surge_spec for deploying: its stream from the catalog (topics, message and brokers are the catalog's)."""
-    kafka = {k: v for k, v in spec["streams"][0].get("kafka", {}).items() if k != "bootstrap_servers"}
-    return spec | {"streams": [{"table": "data_stream", "stream": stream, "kafka": kafka}]}
-
-
-def spec_dict(services: Services, table: str, topic: str, proto: str, sql: str, sink: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": f"d-{uuid.uuid4().hex[:8]}",
-        "team": "tests",
-        "streams": [
-            {
-                "table": table,
-                "topics": [topic],
-                "proto": proto,
-                "kafka": {"bootstrap_servers": services.kafka_bootstrap, "max_events_per_trigger": 20_000},
-            }
-        ],
-        "sql": sql,
-        "watermark_delay": "10s",
-        "trigger_interval": "1s",
-        "parallelism": 2,
-        "sink": sink,
-    }
-
-
-def surge_spec(services: Services, topic: str, sink: dict[str, Any]) -> dict[str, Any]:
-    """The seed's surge query over BookingLog events of `topic`."""
-    return spec_dict(services, "data_stream", topic, "daggers.events.BookingLog", SURGE_SQL, sink)
-
-
-def spec_file(spec: dict[str, Any], tmp_path: Path) -> Path:
-    """The spec as a file for the `dagger` CLI, its checkpoint in the test's temp dir."""
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
-    return path
+from tests.support.events import START, s2id, surge_truth, window_end
+from tests.support.kafka import consume_all, latest_by_key, new_topic
+from tests.support.seeds import SUPPLY_SQL
+from tests.support.services import Services, TeamDb
+from tests.support.sinks import influx_surge, log_rows, surge_counts, surge_rows, utc_iso
+from tests.support.specs import spec_dict, spec_file, surge_spec
 
 
 def run_once(spark: SparkSession, spec: dict[str, Any], tmp_path: Path) -> None:
     plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
     run(plan, spark, once=True)
-
-
-def log_rows(path: Path) -> list[dict[str, Any]]:
-    return list(read_log(path).values())
-
-
-def surge_counts(rows: Iterable[dict[str, Any]]) -> Counter[tuple[int, str, str, str]]:
-    """Rows of the surge query, keyed like `surge_truth`."""
-    return Counter(
-        {
-            (r["tag_city_id"], r["tag_s2id"], r["tag_vehicle_type"], _iso(r["window_timestamp"])): r["num_of_bookings"]
-            for r in rows
-        }
-    )
-
-
-def surge_rows(path: Path) -> Counter[tuple[int, str, str, str]]:
-    """The surge query's log sink output, keyed like `surge_truth`."""
-    return surge_counts(log_rows(path))
-
-
-def surge_truth(events: Iterable[Any]) -> Counter[tuple[int, str, str, str]]:
-    truth: Counter[tuple[int, str, str, str]] = Counter()
-    for e in events:
-        if e.status == 4:  # COMPLETED
-            vt = common_pb2.VehicleType.Name(e.vehicle_type)
-            truth[(e.city_id, s2id(e.lat, e.long), vt, window_end(e.event_timestamp.seconds))] += 1
-    return truth
 
 
 def test_seed_surge_query_runs_as_written(services: Services, spark: SparkSession, tmp_path: Path) -> None:
@@ -153,11 +49,6 @@ def test_seed_surge_query_runs_as_written(services: Services, spark: SparkSessio
     out = tmp_path / "surge.jsonl"
     run_once(spark, surge_spec(services, topic, {"type": "log", "path": str(out)}), tmp_path)
     assert surge_rows(out) == surge_truth(events)
-
-
-def _iso(value: str | datetime) -> str:
-    when = value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return when.astimezone(UTC).isoformat()
 
 
 def test_seed_supply_query_counts_distinct_drivers(services: Services, spark: SparkSession, tmp_path: Path) -> None:
@@ -181,7 +72,7 @@ def test_seed_supply_query_counts_distinct_drivers(services: Services, spark: Sp
         status = driver_location_pb2.DriverStatus.Name(p.driver_status)
         truth[(s2id(p.latitude, p.longitude), status, window_end(p.event_timestamp.seconds))].add(p.driver_id)
     got = {
-        (r["label_s2id"], r["label_driver_status"], _iso(r["window_timestamp"])): r["drivers"] for r in log_rows(out)
+        (r["label_s2id"], r["label_driver_status"], utc_iso(r["window_timestamp"])): r["drivers"] for r in log_rows(out)
     }
     assert got == {k: len(v) for k, v in truth.items()}
     c = Consumer({"bootstrap.servers": services.kafka_bootstrap, "group.id": group})
@@ -370,26 +261,8 @@ def test_two_stream_join_counts_orders_completed_in_time(
     spec["streams"].append({**spec["streams"][0], "table": "completions", "topics": [completion_topic]})
     spec["watermark_delay"] = "30s"
     run_once(spark, spec, tmp_path)
-    got = {(r["tag_city_id"], _iso(r["window_timestamp"])): r["completed_in_10_min"] for r in log_rows(out)}
+    got = {(r["tag_city_id"], utc_iso(r["window_timestamp"])): r["completed_in_10_min"] for r in log_rows(out)}
     assert got == dict(truth)
-
-
-def influx_surge(services: Services, version: int, measurement: str) -> Counter[tuple[int, str, str, str]]:
-    """What the surge query wrote to VictoriaMetrics (API v2) or InfluxDB 1.6 (API v1), keyed like surge_truth."""
-    got: Counter[tuple[int, str, str, str]] = Counter()
-    if version == 2:
-        for s in victoria.export(services.victoria_metrics_url, f"{measurement}_num_of_bookings"):
-            m = s["metric"]
-            for ts, value in zip(s["timestamps"], s["values"], strict=True):
-                end = datetime.fromtimestamp(ts / 1000, UTC).isoformat()
-                got[(int(m["tag_city_id"]), m["tag_s2id"], m["tag_vehicle_type"], end)] = int(value)
-        return got
-    q = f'SELECT num_of_bookings, tag_city_id, tag_s2id, tag_vehicle_type FROM "{measurement}"'
-    r = httpx.get(f"{services.influxdb_url}/query", params={"db": "daggers", "epoch": "ms", "q": q}, timeout=30)
-    r.raise_for_status()
-    for ts, n, city, s2, vehicle in (r.json()["results"][0].get("series") or [{"values": []}])[0]["values"]:
-        got[(int(city), s2, vehicle, datetime.fromtimestamp(ts / 1000, UTC).isoformat())] = n
-    return got
 
 
 @pytest.mark.parametrize("version", [2, 1], ids=["v2-victoria-metrics", "v1-influxdb-1.6"])

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,13 @@ from odin.paths import BIN_DIR, REPO
 from odin.registry import Registry
 from odin.teams.access import PLATFORM_TEAM
 from odin.traffic.generator import booking_logs
-from tests.conftest import Services, TeamCluster
-from tests.seeds import SURGE_SQL
-from tests.test_dagger import surge_truth
-from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
+from tests.support.airflow import deploy_form
+from tests.support.catalog import CLOSE, PERF_STREAM, START, catalog_events, produce_to_stream
+from tests.support.events import surge_truth
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import sink_reaches
 
-PERF_STREAM = "booking-log-perf"  # a stream of its own: the lifecycle tests' daggers read booking-log
 AirflowHome = Callable[[Path, Path], dict[str, str]]  # (its home, Odin's home) -> its environment
-CLOSE = START + timedelta(minutes=8)  # where the perf stream tests' closing markers move the watermark
 
 
 def test_dags_import_without_errors() -> None:
@@ -176,22 +174,6 @@ def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(
     assert gone.returncode == 0, (gone.stdout + gone.stderr)[-3000:]
 
 
-def _form(team: str, measurement: str, services: Services, **changes: Any) -> dict[str, Any]:
-    """The deploy form's fields as a person fills them: the seed's surge query on a catalog stream, to the TSDB."""
-    return {
-        "team": team,
-        "name": "surge-form",
-        "cluster": "main",
-        "stream": PERF_STREAM,
-        "sql": SURGE_SQL,
-        "sink_type": "influx",
-        "sink": {"url": services.victoria_metrics_url, "measurement": measurement},
-        "watermark_delay": "10s",
-        "trigger_interval": "2s",
-        "parallelism": 1,
-    } | changes
-
-
 def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     services: Services,
     team_cluster: TeamCluster,
@@ -205,7 +187,7 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     env = airflow_home(tmp_path, team_cluster.state_dir)
     measurement = f"{team}_surge_form_{uuid.uuid4().hex[:6]}"
 
-    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(_form(team, measurement, services))], env)
+    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(deploy_form(team, measurement, services))], env)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]
     assert "preview of " in out and "tag_s2id" in out  # the preview's table, in the task log
@@ -252,7 +234,7 @@ def test_bad_deploy_params_fail_before_anything_is_touched(
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")
     env = airflow_home(tmp_path, team_cluster.state_dir)
-    conf = _form(team, f"{team}_m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
+    conf = deploy_form(team, f"{team}_m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
     run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], env)
     out = run.stdout + run.stderr
     assert run.returncode != 0 and says in out, out[-3000:]

@@ -23,9 +23,12 @@ from odin.processes import of_node
 from odin.registry import Registry
 from odin.teams.actor import login
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services
-from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
-from tests.test_lifecycle import closing_markers, sink_reaches
+from tests.support.catalog import catalog_stream, closing_markers
+from tests.support.events import surge_truth
+from tests.support.kafka import new_topic
+from tests.support.services import Services
+from tests.support.sinks import influx_surge, sink_reaches
+from tests.support.specs import deployable, surge_spec
 
 
 def _failover_cli(team: str, cluster: str, state_dir: str) -> subprocess.CompletedProcess[str]:
@@ -88,7 +91,7 @@ def test_a_cluster_that_loses_its_master_and_workers_fails_its_daggers_over_exac
     first_new_row = datetime.now(UTC)
     # resumed from its checkpoint on green; the driver blue's master relaunches after the heal ends itself (fencing)
     assert sink_reaches(measurement, services, both) == both
-    time.sleep(20)
+    time.sleep(20)  # the point, not a wait: nothing more arrives (blue's relaunched driver ended itself)
     assert influx_surge(services, 2, measurement) == both
 
     failovers = [e for e in registry.history(f"cluster:{team}/blue", limit=10) if e.action == "cluster_failover"]

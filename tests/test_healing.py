@@ -30,9 +30,12 @@ from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, TeamCluster
-from tests.test_dagger import catalog_stream, deployable, influx_surge, new_topic, surge_spec, surge_truth
-from tests.test_lifecycle import closing_markers, sink_reaches
+from tests.support.catalog import catalog_stream, closing_markers
+from tests.support.events import surge_truth
+from tests.support.kafka import new_topic
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import influx_surge, sink_reaches
+from tests.support.specs import deployable, surge_spec
 
 
 def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(

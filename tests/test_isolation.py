@@ -31,8 +31,9 @@ from odin.paths import BIN_DIR, REPO
 from odin.registry import Refused
 from odin.registry.records import DaggerRecord
 from odin.teams.actor import login
-from tests.conftest import Services, TeamCluster
-from tests.test_lifecycle import CATALOG, _spec
+from tests.support.catalog import CATALOG
+from tests.support.services import Services, TeamCluster
+from tests.support.specs import catalog_spec
 
 Attack = Callable[[dict[str, Any], str, str, Services, Path], None]
 
@@ -159,7 +160,7 @@ def test_a_deploy_request_cannot_choose_what_the_platform_decides(
     other = f"o{uuid.uuid4().hex[:8]}"
     name = f"attack-{uuid.uuid4().hex[:8]}"
     change, says = ATTACKS[attack]
-    spec = copy.deepcopy(_spec(team, f"{team}_m", services)) | {"name": name}
+    spec = copy.deepcopy(catalog_spec(team, f"{team}_m", services)) | {"name": name}
     change(spec, team, other, services, state)
     members_before = registry.members("platform")
     with pytest.raises(Refused, match=says):
@@ -178,18 +179,18 @@ def test_a_refused_database_request_provisions_nothing(services: Services, team_
     places = dataclasses.replace(
         Daggers(team_cluster.registry, team_cluster.state_dir).places(), provision_database=made.append
     )
-    attack = copy.deepcopy(_spec(team, f"{team}_m", services))
+    attack = copy.deepcopy(catalog_spec(team, f"{team}_m", services))
     _registry_members(attack, team, "other", services, team_cluster.state_dir)
     with pytest.raises(SpecError, match=r"sink\.dsn: the platform connects"):
         confine(parse_spec(attack), places)
     assert made == []
-    asked = _spec(team, f"{team}_m", services) | {"sink": {"type": "postgres", "table": "t"}}
+    asked = catalog_spec(team, f"{team}_m", services) | {"sink": {"type": "postgres", "table": "t"}}
     assert confine(parse_spec(asked), places).sink.dsn == places.database(team).dsn  # type: ignore[union-attr]
     assert made == [team]
 
 
 def test_every_problem_of_a_request_is_named_at_once(services: Services, team_cluster: TeamCluster) -> None:
-    spec = _spec(team_cluster.team, "elsewhere", services) | {"telemetry_url": "http://127.0.0.1:9"}
+    spec = catalog_spec(team_cluster.team, "elsewhere", services) | {"telemetry_url": "http://127.0.0.1:9"}
     with pytest.raises(Refused) as refused:
         Daggers(team_cluster.registry, team_cluster.state_dir).check(
             parse_spec(spec), team_cluster.cluster, team_cluster.member
@@ -205,7 +206,9 @@ def test_what_the_platform_places_passes_its_own_check_again(services: Services,
     """A restart, a move or a health action re-checks a recorded dagger: the placed spec is a fixed point."""
     team = team_cluster.team
     daggers = Daggers(team_cluster.registry, team_cluster.state_dir)
-    placed = daggers.check(parse_spec(_spec(team, f"{team}_m", services)), team_cluster.cluster, team_cluster.member)
+    placed = daggers.check(
+        parse_spec(catalog_spec(team, f"{team}_m", services)), team_cluster.cluster, team_cluster.member
+    )
     again = daggers.check(placed.spec, team_cluster.cluster, team_cluster.member)
     assert again.spec == placed.spec
     spec = placed.spec
@@ -259,7 +262,7 @@ def test_two_deploys_of_one_dagger_at_once_leave_one_running_and_the_spec_off_th
     as a file of the dagger's own (`ps` shows every command line), and its UI has no kill links."""
     registry, team, state = team_cluster.registry, team_cluster.team, team_cluster.state_dir
     name = f"twice-{uuid.uuid4().hex[:6]}"
-    spec = parse_spec(_spec(team, f"{team}_twice", services) | {"name": name})
+    spec = parse_spec(catalog_spec(team, f"{team}_twice", services) | {"name": name})
     plans = [Daggers(registry, state).check(spec, team_cluster.cluster, team_cluster.member) for _ in range(2)]
     start = threading.Barrier(2)
     outcomes: list[Any] = [None, None]

@@ -34,9 +34,11 @@ from odin.processes import of_node
 from odin.spec import Service
 from odin.stack import Stack
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, TeamCluster
-from tests.test_dagger import influx_surge, surge_spec, surge_truth
-from tests.test_lifecycle import closing_markers, sink_reaches
+from tests.support.catalog import closing_markers
+from tests.support.events import surge_truth
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import influx_surge, sink_reaches
+from tests.support.specs import surge_spec
 
 
 @pytest.fixture

@@ -9,15 +9,13 @@ import subprocess
 import time
 import uuid
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psutil
 import psycopg
 import pytest
-from daggers.events import booking_log_pb2
 
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.status import read_status, status_path
@@ -28,109 +26,19 @@ from jobs.spec import parse_spec
 from odin import victoria
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
-from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.registry import Refused
 from odin.teams.actor import login
 from odin.teams.databases import team_database
 from odin.teams.secrets import TeamSecrets
-from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, TeamCluster, consume_all, latest_by_key
-from tests.seeds import SURGE_SQL
-from tests.test_dagger import influx_surge, surge_truth
-
-# Recent: VictoriaMetrics keeps 30 days.
-START = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
-CATALOG = "booking-log"
-
-
-def ensure_catalog_topics(services: Services, registry: Any, stream: str = CATALOG) -> list[str]:
-    known = registry.stream(stream)
-    assert known is not None, "odin up syncs the catalog into the stack's registry"
-    ensure_topics({"bootstrap.servers": known.bootstrap_servers}, dict.fromkeys(known.topics, 2))
-    return list(known.topics)
-
-
-def produce_to_stream(
-    services: Services,
-    registry: Any,
-    events: list[booking_log_pb2.BookingLog],
-    close_at: datetime,
-    stream: str = CATALOG,
-) -> None:
-    """`events` to the stream's first topic, and closing markers at `close_at` to every partition of its topics, as
-    a live stream's topics all carry events: a partition that has shown none holds the watermark back until it
-    counts as idle (the stream's idle_timeout), which would delay every window by that much."""
-    first, *others = ensure_catalog_topics(services, registry, stream)
-    bootstrap = registry.stream(stream).bootstrap_servers  # a perf twin is on the perf cluster
-    produce(bootstrap, first, iter([*events, *closing_markers(close_at)]), partitions=2)
-    for topic in others:
-        produce(bootstrap, topic, iter(closing_markers(close_at)), partitions=2)
-
-
-def catalog_events(
-    services: Services, registry: Any, stream: str = CATALOG, before: datetime | None = None
-) -> list[booking_log_pb2.BookingLog]:
-    """Every booking on the catalog stream's topics, or those before `before` (the closing markers' time): a perf
-    stream also carries Loki's live load, whose windows no closing marker of a test closes."""
-    out = []
-    for topic in registry.stream(stream).topics:
-        for m in consume_all(registry.stream(stream).bootstrap_servers, topic):
-            e = booking_log_pb2.BookingLog()
-            e.ParseFromString(m.value())
-            if before is None or e.event_timestamp.seconds < before.timestamp():
-                out.append(e)
-    return out
-
-
-def closing_markers(at: datetime) -> list[booking_log_pb2.BookingLog]:
-    """One booking per partition that is not COMPLETED (the query drops it) but moves the watermark to `at`."""
-    return [
-        booking_log_pb2.BookingLog(
-            order_number=f"marker-{at:%H%M}-{p}", status=1, event_timestamp={"seconds": int(at.timestamp())}
-        )
-        for p in range(2)
-    ]
-
-
-def _spec(team: str, measurement: str, services: Services, sql: str = SURGE_SQL) -> dict[str, Any]:
-    return {
-        "name": "surge",
-        "team": team,
-        "streams": [
-            {
-                "table": "data_stream",
-                "stream": CATALOG,
-                "idle_timeout": "15s",
-                "kafka": {"max_events_per_trigger": 20_000},
-            }
-        ],
-        "sql": sql,
-        "watermark_delay": "10s",
-        "trigger_interval": "2s",
-        "parallelism": 1,
-        "sink": {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement},
-    }
-
-
-def sink_reaches(
-    measurement: str, services: Services, expected: Counter, timeout_s: float = 120, until: datetime | None = None
-) -> Counter:
-    """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff). With `until`,
-    only its windows ending by then: a perf stream also carries Loki's live load, whose windows close as it goes."""
-
-    def read() -> Counter:
-        got = influx_surge(services, 2, measurement)
-        return (
-            got if until is None else Counter({k: n for k, n in got.items() if datetime.fromisoformat(k[3]) <= until})
-        )
-
-    deadline = time.monotonic() + timeout_s
-    got = read()
-    while got != expected and time.monotonic() < deadline:
-        time.sleep(2)
-        got = read()
-    return got
+from odin.traffic.generator import booking_logs
+from tests.support.catalog import CATALOG, START, catalog_events, produce_to_stream
+from tests.support.events import surge_truth
+from tests.support.kafka import consume_all, latest_by_key
+from tests.support.seeds import SURGE_SQL
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import sink_reaches
+from tests.support.specs import catalog_spec
 
 
 def _dagger_jvms(run: str) -> list[list[str]]:
@@ -162,7 +70,7 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
 
     plans: list[DaggerPlan] = []
     monkeypatch.setattr(lifecycle, "plan_dagger", lambda *a, **k: plans.append(plan_dagger(*a, **k)) or plans[-1])
-    record = daggers.deploy(parse_spec(_spec(team, measurement, services)), "main", "alice")
+    record = daggers.deploy(parse_spec(catalog_spec(team, measurement, services)), "main", "alice")
     assert len(plans) == 1  # checked, placed and planned once; the driver verifies that plan's fingerprint
     monkeypatch.undo()
     locked = registry.stream(CATALOG).schema_version  # type: ignore[union-attr]
@@ -184,12 +92,12 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     # A state-incompatible query (other grouping keys) is refused; the dagger keeps running.
     regrouped = SURGE_SQL.replace("vehicle_type AS tag_vehicle_type,", "").replace(",\n       vehicle_type", "")
     with pytest.raises(Refused, match=r"cannot resume .* checkpoint: the query keeps other state.*reset_state: true"):
-        daggers.update(parse_spec(_spec(team, measurement, services, regrouped)), "alice")
+        daggers.update(parse_spec(catalog_spec(team, measurement, services, regrouped)), "alice")
     assert registry.dagger(team, "surge").state == "running"  # type: ignore[union-attr]
 
     # A compatible change (a narrower WHERE) resumes the checkpoint: nothing read twice, nothing lost.
     narrower = SURGE_SQL.replace("WHERE status='COMPLETED'", "WHERE status='COMPLETED' AND vehicle_type <> 'BIKE'")
-    updated = daggers.update(parse_spec(_spec(team, measurement, services, narrower)), "alice")
+    updated = daggers.update(parse_spec(catalog_spec(team, measurement, services, narrower)), "alice")
     assert (updated.state, updated.spec_version) == ("running", 2) and updated.submission_id != record.submission_id
     second = list(booking_logs(3_000, seed=22, start=START + timedelta(minutes=10), rate=10))
     produce_to_stream(services, registry, second, START + timedelta(minutes=18))
@@ -208,13 +116,10 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     # Nothing of the driver outlives it: its Python process carries the deployment's run id on its command line.
     status = read_status(status_path(Path(stopped.checkpoint)))
     assert status is not None and status.batches > 0
-    # The master reports KILLED when the driver's JVM is gone; its Python process ends when its gateway closes.
-    deadline = time.monotonic() + 30
-    while (left := [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.5)
-    assert not left
+    # The master reports KILLED when the driver's JVM is gone; stop returns once its Python process is gone too.
+    assert not [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]
+    stop = next(e for e in registry.history(f"dagger:{team}/surge") if e.action == "dagger_stop")  # newest first
+    assert stop.detail["processes"] == "gone" or stop.detail["processes"].startswith("killed:"), stop.detail
     actions = [(e.action, e.outcome) for e in reversed(registry.history(f"dagger:{team}/surge"))]
     assert actions == [
         ("dagger_submit", "ok"),
@@ -234,15 +139,15 @@ def test_other_teams_are_refused_before_anything_is_touched(services: Services, 
     registry.ensure_team(other)
     registry.add_member(other, "bob")
     daggers = Daggers(registry, team_cluster.state_dir)
-    theirs = parse_spec(_spec(other, f"{other}_m", services) | {"name": "intruder"})
+    theirs = parse_spec(catalog_spec(other, f"{other}_m", services) | {"name": "intruder"})
     with pytest.raises(Refused, match=rf"team {other} has no cluster 'main': a team deploys to its own clusters"):
         daggers.deploy(theirs, "main", "bob")
-    ours = parse_spec(_spec(team, f"{team}_m", services) | {"name": "intruder"})
+    ours = parse_spec(catalog_spec(team, f"{team}_m", services) | {"name": "intruder"})
     with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
         daggers.deploy(ours, "main", "bob")
     with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
         daggers.stop(team, "surge", "bob")
-    fields = _spec(team, f"{team}_m", services) | {"name": "intruder"}
+    fields = catalog_spec(team, f"{team}_m", services) | {"name": "intruder"}
     fields["streams"][0]["stream"] = "no-such-stream"
     unknown = parse_spec(fields)
     with pytest.raises(Refused, match=r"streams\.0\.stream: no stream 'no-such-stream' in the catalog"):
@@ -295,7 +200,7 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
     }
     try:
         for name, sink in specs.items():
-            spec = parse_spec(_spec(team, f"{team}_m", services) | {"name": name, "sink": sink})
+            spec = parse_spec(catalog_spec(team, f"{team}_m", services) | {"name": name, "sink": sink})
             assert daggers.deploy(spec, "main", "alice").state == "running"
         placed = daggers.check(parse_spec(registry.dagger(team, "surge-pg").spec), "main", "alice").spec  # type: ignore[union-attr]
         assert placed.sink.dsn == database.dsn and placed.sink.password_env == database.password_env  # type: ignore[union-attr]

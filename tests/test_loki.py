@@ -30,8 +30,9 @@ from odin.paths import BIN_DIR
 from odin.registry import Registry
 from odin.registry.records import StreamRecord
 from odin.traffic.generator import api_logs, produce
-from tests.conftest import Services, consume_all
-from tests.loki_runs import ENV, as_platform_engineer, assert_accounted, assert_exact, simulate, state_args
+from tests.support.kafka import consume_all
+from tests.support.loki_runs import ENV, as_platform_engineer, assert_accounted, assert_exact, simulate, state_args
+from tests.support.services import Services
 
 
 def _ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:

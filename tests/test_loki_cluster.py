@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Services, TeamCluster
-from tests.loki_runs import assert_accounted, assert_exact, simulate
+from tests.support.loki_runs import assert_accounted, assert_exact, simulate
+from tests.support.services import Services, TeamCluster
 
 pytestmark = pytest.mark.slow
 

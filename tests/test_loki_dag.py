@@ -16,9 +16,9 @@ import pytest
 from loki.store import SimulationStore
 from odin import processes
 from odin.paths import BIN_DIR, REPO
-from tests.conftest import Services, TeamCluster
-from tests.loki_runs import ENV, as_platform_engineer, state_args
-from tests.test_self_serve import Airflow, airflow  # noqa: F401 - the same Airflow fixture, reused
+from tests.support.airflow import Airflow
+from tests.support.loki_runs import ENV, as_platform_engineer, state_args
+from tests.support.services import Services, TeamCluster
 
 DAG = "loki_chaos"
 
@@ -83,7 +83,7 @@ def _state_letter(pid: int) -> str:
 
 
 def test_loki_chaos_runs_for_a_team_on_its_perf_cluster_and_refuses_the_rest(
-    airflow: Airflow,  # noqa: F811 - the imported fixture
+    airflow: Airflow,
     services: Services,
     team_cluster: TeamCluster,
     perf_cluster: str,
@@ -114,7 +114,7 @@ def test_loki_chaos_runs_for_a_team_on_its_perf_cluster_and_refuses_the_rest(
 
 
 def test_loki_halt_stops_a_run_the_dag_started(
-    airflow: Airflow,  # noqa: F811 - the imported fixture
+    airflow: Airflow,
     services: Services,
     team_cluster: TeamCluster,
     perf_cluster: str,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Services
-from tests.loki_runs import assert_accounted, assert_exact, simulate
+from tests.support.loki_runs import assert_accounted, assert_exact, simulate
+from tests.support.services import Services
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from loki.playbook import Feeder, Steady
 from odin.kafka.topics import ensure_topics
 from odin.spec import StackSpec
 from odin.stack import Stack
-from tests.conftest import Services
+from tests.support.services import Services
 
 
 def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[Stack, StackSpec]) -> None:
@@ -46,7 +46,7 @@ def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[
 
     thread = threading.Thread(target=feed, daemon=True)
     thread.start()
-    time.sleep(5)
+    time.sleep(5)  # the point, not a wait: the feed runs ~500 events at 100/s before its broker goes
     stack.down()  # the broker and everything it held are gone
     assert stack.up(spec).ok
     back = time.time()
@@ -55,7 +55,7 @@ def test_a_feed_goes_on_through_a_broker_that_came_back_empty(own_broker: tuple[
     time.sleep(3)  # the old producer meets the new broker before the feeder is told (as in a Loki run)
     lost.set()
     told = time.time()
-    time.sleep(12)
+    time.sleep(12)  # the point, not a wait: the feed goes on for a while on its new producer
     stop.set()
     thread.join(60)
     assert not thread.is_alive() and "error" not in outcome, outcome

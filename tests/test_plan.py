@@ -16,7 +16,7 @@ from jobs.engine.status import read_status, status_path
 from jobs.spec import parse_spec
 from jobs.sql import parse
 from odin.paths import REPO
-from tests.seeds import SURGE_SQL
+from tests.support.seeds import SURGE_SQL
 
 DRIVER = REPO / "jobs" / "engine" / "driver.py"
 

@@ -18,7 +18,7 @@ from odin.endpoints import AIRFLOW_ROLE, PG_SUPERUSER, REGISTRY_ROLE, SANDBOX_RO
 from odin.registry import Registry, migrate
 from odin.teams.databases import PASSWORD_ENV, ensure_team_database, pg_name, team_database
 from odin.teams.secrets import TeamSecrets
-from tests.conftest import Services, TeamDb
+from tests.support.services import Services, TeamDb
 
 NO_PASSFILE = "/nonexistent/pgpass"  # so no ~/.pgpass of whoever runs the tests answers for them
 

@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from odin.registry import Refused, Registry, RegistryError, migrate
 from odin.registry.records import ClusterRecord, DaggerRecord, StreamRecord
 from odin.registry.schema import metadata
-from tests.conftest import Services
+from tests.support.services import Services
 
 
 def test_odin_up_created_and_migrated_the_registry(services: Services) -> None:

@@ -33,19 +33,11 @@ from odin.paths import BIN_DIR
 from odin.spec import StackSpec
 from odin.stack import Stack
 from odin.traffic.generator import booking_logs, produce
-from tests.conftest import Services, consume_all
-from tests.test_dagger import (
-    START,
-    _iso,
-    log_rows,
-    new_topic,
-    spec_dict,
-    spec_file,
-    surge_rows,
-    surge_spec,
-    surge_truth,
-    window_end,
-)
+from tests.support.events import START, surge_truth, window_end
+from tests.support.kafka import consume_all, new_topic
+from tests.support.services import Services
+from tests.support.sinks import log_rows, surge_rows, utc_iso
+from tests.support.specs import spec_dict, spec_file, surge_spec
 
 
 def plan_for(spec: dict[str, Any], tmp_path: Path) -> DaggerPlan:
@@ -248,7 +240,7 @@ def test_a_dagger_reads_another_daggers_kafka_sink_exactly(
     truth: Counter[tuple[int, str]] = Counter()
     for (city, _s2, _vehicle, end), n in surge_truth(events).items():
         truth[(city, window_end(int(datetime.fromisoformat(end).timestamp()), 300))] += n
-    got = {(r["tag_city_id"], _iso(r["window_end"])): r["bookings"] for r in log_rows(out)}
+    got = {(r["tag_city_id"], utc_iso(r["window_end"])): r["bookings"] for r in log_rows(out)}
     assert got == dict(truth)
 
 
@@ -403,7 +395,7 @@ def test_a_client_that_connects_during_a_partition_reaches_kafka_soon_after_it_h
     batch went on for 25 s after its heal."""
     rules = partitionable.link.drop()
     connecting = partitionable.start()
-    time.sleep(max(0.0, connecting + 21 - time.time()))
+    time.sleep(max(0.0, connecting + 21 - time.time()))  # the point: the heal comes 21 s after the connect
     remove_rules(partitionable.link.netns, rules)
     healed = time.time()
     assert partitionable.seen(1) - healed < 5
@@ -419,7 +411,7 @@ def test_a_client_connected_before_a_partition_reaches_kafka_soon_after_it_heals
     partitionable.start()
     partitionable.seen(1)
     rules = partitionable.link.drop()
-    time.sleep(16)
+    time.sleep(16)  # the point: a 16 s partition
     remove_rules(partitionable.link.netns, rules)
     healed = time.time()
     partitionable.add_event()

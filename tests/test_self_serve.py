@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -14,43 +12,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs.lifecycle.daggers import Daggers
 from odin.airflow_api import AirflowApi, AirflowApiError, access_token
-from odin.endpoints import Endpoints
 from odin.paths import REPO
-from odin.spec import Service
 from odin.traffic.generator import booking_logs
-from tests.conftest import Services, TeamCluster
-from tests.seeds import SURGE_SQL
-from tests.test_dagger import surge_truth
-from tests.test_dags import CLOSE, PERF_STREAM, _form
-from tests.test_lifecycle import START, catalog_events, produce_to_stream, sink_reaches
-from tests.trigger_form import TriggerForm, chromium
+from tests.support.airflow import Airflow, deploy_form
+from tests.support.catalog import CLOSE, PERF_STREAM, START, catalog_events, produce_to_stream
+from tests.support.events import surge_truth
+from tests.support.seeds import SURGE_SQL
+from tests.support.services import Services, TeamCluster
+from tests.support.sinks import sink_reaches
+from tests.support.trigger_form import TriggerForm, chromium
 
 ARTIFACTS = REPO / ".local" / "artifacts"  # screenshots of the form and of the successful run
-USERS = {"admin": "admin", "alice": "user", "bob": "user"}  # alice is in the team; bob is not
-
-
-@dataclass(frozen=True)
-class Airflow:
-    url: str
-    endpoints: Endpoints
-
-    def api(self, user: str) -> AirflowApi:
-        return AirflowApi(self.url, user, self.endpoints.airflow_password(user))
-
-
-@pytest.fixture(scope="module")
-def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
-    """Airflow added to the session's stack (after the team cluster exists: the form's dropdowns are read when the
-    DAG file is parsed), stopped after this module."""
-    stack = services.stack
-    assert stack is not None
-    report = stack.up(stack.resolve(None, {Service.airflow}, None, USERS))
-    try:
-        assert report.ok, [(f.task, f.message) for f in report.playbook.failures]
-        endpoints = Endpoints(stack.nodes())
-        yield Airflow(endpoints.airflow_url, endpoints)
-    finally:
-        stack.down(only={Service.airflow})
 
 
 def _events(services: Services, team_cluster: TeamCluster, seed: int) -> None:
@@ -73,7 +45,7 @@ def test_a_ci_pipeline_deploys_a_dagger_through_the_rest_api(
     registry, team = team_cluster.registry, team_cluster.team
     _events(services, team_cluster, seed=51)
     measurement = f"{team}_surge_api_{uuid.uuid4().hex[:6]}"
-    conf = _form(team, measurement, services, name="surge-api")
+    conf = deploy_form(team, measurement, services, name="surge-api")
     bob, alice = airflow.api("bob"), airflow.api("alice")
     alice.wait_for_dag("dagger_deploy")
     alice.unpause("dagger_deploy")

@@ -11,7 +11,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odin.cluster.secret import rest_token
-from tests.conftest import Services
+from tests.support.services import Services
+from tests.support.waiting import wait_for
 
 
 def test_kafka_round_trip(services: Services) -> None:
@@ -51,14 +52,13 @@ def test_victoria_metrics_accepts_influx_lines(services: Services) -> None:
     )
     assert r.status_code == 204
     httpx.get(f"{services.victoria_metrics_url}/internal/force_flush")
-    deadline = time.monotonic() + 30
-    result: list = []
-    while not result and time.monotonic() < deadline:
-        result = httpx.get(
-            f"{services.victoria_metrics_url}/api/v1/query", params={"query": f"{series}_value", "time": now_ms / 1000}
-        ).json()["data"]["result"]
-        time.sleep(0.5)
-    assert result and result[0]["metric"]["city"] == "jakarta" and float(result[0]["value"][1]) == 42
+    query = {"query": f"{series}_value", "time": now_ms / 1000}
+    result = wait_for(
+        lambda: httpx.get(f"{services.victoria_metrics_url}/api/v1/query", params=query).json()["data"]["result"],
+        30,
+        f"{series} to be searchable in VictoriaMetrics",
+    )
+    assert result[0]["metric"]["city"] == "jakarta" and float(result[0]["value"][1]) == 42
 
 
 def test_influxdb_v1_write_and_query(services: Services) -> None:

@@ -31,7 +31,8 @@ from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, SpecError, parse_spec
 from odin import victoria
-from tests.conftest import Services, TeamDb, consume_all, latest_by_key
+from tests.support.kafka import consume_all, latest_by_key
+from tests.support.services import Services, TeamDb
 
 TS = pa.timestamp("us", tz="UTC")
 SCHEMA = pa.schema(

@@ -14,9 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
     DoubleType,
-    IntegerType,
     StringType,
     StructField,
     StructType,
@@ -26,32 +24,10 @@ from pyspark.sql.types import (
 from jobs.sql import Query, SqlError, translate
 from jobs.sql import builtins as spark_builtins
 from jobs.sql.pushdown import push_udfs
-from tests.seeds import SUPPLY_S2_SQL, SUPPLY_SQL, SURGE_SQL
+from tests.support.seeds import SUPPLY_S2_SQL, SUPPLY_SQL, SURGE_SQL
+from tests.support.sql import BOOKING, SUPPLY, UDFS
 
-LOCATION = StructType([StructField("latitude", DoubleType()), StructField("longitude", DoubleType())])
-BOOKING = StructType(
-    [
-        StructField("order_number", StringType()),
-        StructField("city_id", IntegerType()),
-        StructField("lat", DoubleType()),
-        StructField("long", DoubleType()),
-        StructField("vehicle_type", StringType()),
-        StructField("status", StringType()),
-        StructField("amount", DoubleType()),
-        StructField("tags", ArrayType(StringType())),
-    ]
-)
-SUPPLY = StructType(
-    [
-        StructField("driver_id", StringType()),
-        StructField("driver_status", StringType()),
-        StructField("latitude", DoubleType()),
-        StructField("longitude", DoubleType()),
-        StructField("driver_location", LOCATION),
-    ]
-)
 PAYMENT = StructType([StructField("order_number", StringType()), StructField("paid", DoubleType())])
-UDFS = ["S2Id", "S2AreaInKm2", "GeoHash", "Distance", "TimestampFromUnix", "FormatTimeInZone", "ElementAt", "Split"]
 
 JOIN_SQL = """SELECT b.city_id, count(1) AS paid_orders, sum(p.paid) AS revenue,
        TUMBLE_END(b.rowtime, INTERVAL '1' MINUTE) AS window_timestamp
@@ -582,13 +558,18 @@ def test_unknown_columns_name_the_valid_ones(sql: str, expected: str) -> None:
 
 
 def test_valid_column_forms() -> None:
-    supply("SELECT s.driver_location.latitude AS lat FROM supply_data AS s")  # alias, column, field
-    supply("SELECT supply_data.driver_id FROM supply_data")
-    booking("SELECT city_id AS c, count(1) AS n FROM data_stream GROUP BY c HAVING n > 1 ORDER BY n")  # aliases
-    booking("SELECT transform(tags, t -> upper(t)) AS up FROM data_stream")  # lambda variables are not columns
-    booking("SELECT tag FROM data_stream LATERAL VIEW explode(tags) t AS tag")
-    booking("SELECT ROWTIME, City_Id FROM data_stream")  # rowtime is implied; names are case-insensitive
-    booking("SELECT city_id FROM data_stream d WHERE EXISTS (SELECT 1 FROM data_stream e WHERE e.city_id = d.city_id)")
+    # an alias, a column, a field
+    assert supply("SELECT s.driver_location.latitude AS lat FROM supply_data AS s").value_columns == ("lat",)
+    assert supply("SELECT supply_data.driver_id FROM supply_data").value_columns == ("driver_id",)
+    aliases = booking("SELECT city_id AS c, count(1) AS n FROM data_stream GROUP BY c HAVING n > 1 ORDER BY n")
+    assert (aliases.key_columns, aliases.value_columns) == (("c",), ("n",))
+    # lambda variables are not columns
+    assert booking("SELECT transform(tags, t -> upper(t)) AS up FROM data_stream").value_columns == ("up",)
+    assert booking("SELECT tag FROM data_stream LATERAL VIEW explode(tags) t AS tag").value_columns == ("tag",)
+    # rowtime is implied; names are case-insensitive
+    assert booking("SELECT ROWTIME, City_Id FROM data_stream").value_columns == ("ROWTIME", "City_Id")
+    exists = "SELECT city_id FROM data_stream d WHERE EXISTS (SELECT 1 FROM data_stream e WHERE e.city_id = d.city_id)"
+    assert booking(exists).tables == ("data_stream",)
 
 
 def test_builtins_data_file_is_generated_from_spark() -> None:

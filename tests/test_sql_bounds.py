@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 from jobs.sql import SqlError, guard, translate
 from odin.paths import BIN_DIR
-from tests.seeds import SUPPLY_S2_SQL, SUPPLY_SQL, SURGE_SQL
-from tests.test_sql import BOOKING, SUPPLY, UDFS
+from tests.support.seeds import SUPPLY_S2_SQL, SUPPLY_SQL, SURGE_SQL
+from tests.support.sql import BOOKING, SUPPLY, UDFS
 
 EXAMPLES = Path(__file__).parents[1] / "docs" / "examples"
 
@@ -110,13 +110,15 @@ def test_pathological_queries_are_refused_before_parsing_with_the_limit(sql: str
 
 
 def test_the_limits_are_generous() -> None:
-    translate(nested(guard.MAX_NESTING - 1), {"data_stream": BOOKING}, UDFS)
-    translate(sum_of(guard.MAX_TERMS), {"data_stream": BOOKING}, UDFS)
+    """Queries just within every limit translate (a refusal would raise SqlError)."""
+    assert translate(nested(guard.MAX_NESTING - 1), {"data_stream": BOOKING}, UDFS).value_columns == ("s",)
+    assert translate(sum_of(guard.MAX_TERMS), {"data_stream": BOOKING}, UDFS).value_columns == ("s",)
     in_list = ", ".join(str(i) for i in range(5_000))
-    translate(f"SELECT amount FROM data_stream WHERE city_id IN ({in_list})", {"data_stream": BOOKING}, UDFS)
+    in_query = translate(f"SELECT amount FROM data_stream WHERE city_id IN ({in_list})", {"data_stream": BOOKING}, UDFS)
+    assert in_query.value_columns == ("amount",)
     # Many short expressions side by side: each is bounded, not their sum.
     wide = ", ".join(f"amount * {i} + city_id AS c{i}" for i in range(1_000))
-    translate(f"SELECT {wide} FROM data_stream", {"data_stream": BOOKING}, UDFS)
+    assert len(translate(f"SELECT {wide} FROM data_stream", {"data_stream": BOOKING}, UDFS).value_columns) == 1_000
 
 
 def test_a_query_too_deep_for_the_parser_is_a_sql_error_not_a_crash() -> None:

@@ -13,7 +13,7 @@ from jobs.engine.runner import preview
 from jobs.lifecycle.placement import missing
 from jobs.spec import parse_spec
 from odin.teams.secrets import TeamSecrets
-from tests.conftest import Services
+from tests.support.services import Services
 
 SPEC = {
     "name": "surge",

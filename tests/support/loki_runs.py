@@ -20,7 +20,7 @@ from odin.teams.access import PLATFORM_TEAM
 from odin.teams.actor import login
 from odin.teams.databases import team_database
 from odin.teams.secrets import TeamSecrets
-from tests.conftest import Services
+from tests.support.services import Services
 
 ENV = {**os.environ, "COLUMNS": "250", "PATH": f"{BIN_DIR}:{os.environ['PATH']}"}
 REPORTS = REPO / ".local" / "artifacts" / "loki"  # kept after the run's stack is gone: HTML reports with plots
