@@ -247,6 +247,8 @@ SERVICE_FIXTURES = frozenset(
         "own_team",
         "full_stack",  # tests/test_odin.py
         "two_brokers",  # tests/test_kafka_failover.py
+        "airflow_home",  # Airflow's migrated database: tests/test_dags.py
+        "spark",  # a local Spark JVM: no service to start, but seconds per test
     }
 )
 
@@ -256,7 +258,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & SERVICE_FIXTURES:
             item.add_marker(pytest.mark.services)
-        if "spark" in fixtures:  # the local[2] session: no service, but seconds per test (-m "not spark" skips them)
+        if "spark" in fixtures:  # the local[2] session (-m "spark" selects them)
             item.add_marker(pytest.mark.spark)
     items.sort(key=lambda item: item.nodeid.startswith(LIVE_PERF_LOAD))
 
