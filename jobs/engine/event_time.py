@@ -17,7 +17,10 @@ the source keeps a clock per partition instead:
   (`WindowRule.closed`): Spark would drop them.
 
 A partition with no new events for the stream's `idle_timeout` no longer holds the watermark back; when every
-partition is idle, the watermark follows the latest of them, so the last windows of a quiet stream are emitted.
+partition is idle, the watermark follows the latest of them, so the last windows of a quiet stream are emitted. When
+such a quiet stream resumes, every partition holds the watermark again for up to `idle_timeout`, as at the start:
+events written to all partitions at once do not reach the planner at once, and the first partition seen must not
+make the others' events late.
 """
 
 from __future__ import annotations
@@ -113,6 +116,11 @@ def advance(
     and the watermark planned for it."""
     watermark, applied = previous
     applied = max(applied, watermark)
+    # A stream whose every partition was idle wakes up when any of them has new events: each partition gets
+    # idle_timeout again to show its own, as at the start. Otherwise the first partition the planner sees resume
+    # alone moves the watermark, and the others' events, written at the same moment, are late.
+    resumed = any(end > starts.get(p, end) for p, end in ends.items())
+    woke = resumed and bool(clocks) and not _active(clocks, now, idle_s)
     out: dict[Partition, Clock] = {}
     for p, end in ends.items():
         start = starts.get(p, end)
@@ -127,7 +135,7 @@ def advance(
                 latest = record.latest if latest is None else max(latest, record.latest)
         # The batch reads from `start`: a partition new to the checkpoint, a gap, or a record that is missing (a
         # checkpoint older than clocks) continue there, with what is known so far.
-        out[p] = Clock(start, latest, now if end > start else clock.active_at)
+        out[p] = Clock(start, latest, now if end > start or woke else clock.active_at)
     active = [out[p].latest for p in _active(out, now, idle_s)]
     if active:
         held = any(latest is None for latest in active)  # a partition that is due events but has shown none

@@ -28,6 +28,7 @@ from jobs.engine import jvm_archive
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
+from jobs.lifecycle import START_TIMEOUT_S
 from jobs.lifecycle.placement import Places, confine, missing
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.spec import DaggerSpec, SpecError
@@ -42,7 +43,6 @@ from odin.teams.databases import ensure_team_database, team_database_at
 from odin.teams.secrets import TeamSecrets
 
 DRIVER = REPO / "jobs" / "engine" / "driver.py"
-START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 90.0
 POLL_S = 1.0
 PROCESS_GONE_S = 30.0  # after the master reports the driver ended, for its Python process to end too

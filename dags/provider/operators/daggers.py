@@ -9,12 +9,15 @@ what they do, and a run carries out its request once. What they do is jobs/lifec
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from dags.provider.triggers.daggers import DaggerStartedTrigger
-from jobs.lifecycle.daggers import START_TIMEOUT_S, Deployment
+from jobs.lifecycle import START_TIMEOUT_S
+
+if TYPE_CHECKING:  # the lifecycle is imported when a task runs, not when a DAG file is parsed
+    from jobs.lifecycle.daggers import Deployment
 
 
 class _LifecycleOperator(BaseOperator):
@@ -44,7 +47,7 @@ class _LifecycleOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from dags.provider.requests import daggers as requests
-        from jobs.lifecycle.daggers import DeployError, Started
+        from jobs.lifecycle.daggers import DeployError, Deployment, Started
 
         try:
             verdict = Started(True, bool(event["ok"]), str(event["reason"]))

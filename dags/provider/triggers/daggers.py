@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from jobs.lifecycle.daggers import START_TIMEOUT_S, Deployment, verdict
+from jobs.lifecycle import START_TIMEOUT_S
 
 POLL_S = 2.0
 
@@ -30,6 +30,8 @@ class DaggerStartedTrigger(BaseTrigger):
         }
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from jobs.lifecycle.daggers import Deployment, verdict  # here, not at the top: DAG files import this module
+
         deployment = Deployment(**self.deployment)
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
