@@ -45,8 +45,10 @@ TENANTS = "odin.cluster_tenants"  # the entry point group of what runs on cluste
 def tenants(registry: Registry, state_dir: Path, actor: str, log: Progress) -> Relocate:
     """What stops or moves the daggers still on a cluster being destroyed, from the installed dagger lifecycle
     (pyproject.toml's entry point): Odin provisions clusters and does not import what runs on them."""
-    [entry] = entry_points(group=TENANTS, name="daggers")
-    make: Callable[[Registry, Path, str, Progress], Relocate] = entry.load()
+    found = entry_points(group=TENANTS, name="daggers")
+    if not found:
+        raise Refused(f"stopping or moving daggers needs the dagger lifecycle's entry point ({TENANTS}): make setup")
+    make: Callable[[Registry, Path, str, Progress], Relocate] = next(iter(found)).load()
     return make(registry, state_dir, actor, log)
 
 
