@@ -56,6 +56,22 @@ def test_when_every_partition_is_idle_the_watermark_follows_the_latest() -> None
     assert wm == 440 * S
 
 
+def test_a_quiet_stream_that_resumes_waits_for_every_partition_again() -> None:
+    """Every partition idle, then events written to both at once: the planner sees partition 0's a moment before
+    partition 1's. Partition 0 alone must not move the watermark (partition 1's events would be late: a window kept 1
+    of its 2 events after a cluster failover); a partition that still shows nothing stops holding it idle_timeout
+    later."""
+    clocks = {p: Clock(10, 300 * S, NOW) for p in P[:2]}
+    woke = NOW + IDLE + 100
+    resumed = {P[0]: 20, P[1]: 10}
+    out, wm, _ = advance(clocks, {P[0]: 10, P[1]: 10}, resumed, records({}), (240 * S, 240 * S), woke, DELAY, IDLE)
+    assert wm == 240 * S
+    assert bounds(out, wm, woke, DELAY, IDLE, {P[0]: 900 * S})[P[0]].marker(900 * S) == 240 * S  # was 840 s
+    recorded = records({P[0]: [(10, 20, 900 * S)]}, marker=240 * S)
+    _, wm, _ = advance(out, resumed, resumed, recorded, (wm, wm), woke + IDLE + 1, DELAY, IDLE)
+    assert wm == 840 * S
+
+
 def test_a_missing_record_continues_where_the_batch_reads() -> None:
     """A checkpoint from before clocks, or a range whose record was lost: the clock jumps to the batch's start."""
     clocks = {P[0]: Clock(0, 300 * S, NOW)}
