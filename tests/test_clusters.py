@@ -138,7 +138,8 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
     try:
         assert record.addresses["recovery"] == "ZOOKEEPER"
         deployed = daggers.deploy(parse_spec(fields), "ha", "alice")
-        assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
+        progress = Path(deployed.checkpoint)  # sink waits follow the dagger's own progress
+        assert sink_reaches(measurement, services, surge_truth(first), checkpoint=progress) == surge_truth(first)
 
         nodes = _nodes(clusters, spec)
         active = check_cluster(nodes, 1).active_master
@@ -154,7 +155,7 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
         later = [*second, *closing_markers(start + timedelta(minutes=15))]
         produce(services.kafka_bootstrap, topic, iter(later), partitions=2)
         both = surge_truth(first) + surge_truth(second)
-        assert sink_reaches(measurement, services, both) == both
+        assert sink_reaches(measurement, services, both, checkpoint=progress) == both
         rest = SparkRest(record.addresses["rest_urls"], lambda: rest_token(clusters.secret_file(team, "ha"), "alice"))
         assert rest.status(deployed.submission_id).state == "RUNNING"  # type: ignore[arg-type]
 
@@ -170,7 +171,9 @@ def test_two_masters_fail_over_to_the_standby_and_a_dagger_keeps_running_then_mo
             partitions=2,
         )
         every = both + surge_truth(third)
-        assert sink_reaches(measurement, services, every) == every  # resumed from its checkpoint: nothing twice
+        assert (
+            sink_reaches(measurement, services, every, checkpoint=progress) == every
+        )  # resumed from its checkpoint: nothing twice
         daggers.stop(team, "surge-ha", "alice")
     finally:
         for d in registry.daggers(team=team, states=("deploying", "running", "stopping")):

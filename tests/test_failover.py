@@ -11,6 +11,7 @@ import subprocess
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from jobs.health.checkup import Checkup
 from jobs.health.judge import HealthPolicy
@@ -54,8 +55,8 @@ def test_a_cluster_that_loses_its_master_and_workers_fails_its_daggers_over_exac
     sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
     fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
     fields |= {"team": team, "name": "surge-fo", "parallelism": 1}
-    daggers.deploy(parse_spec(fields), "blue", "alice")
-    assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
+    progress = Path(daggers.deploy(parse_spec(fields), "blue", "alice").checkpoint)  # sink waits follow its progress
+    assert sink_reaches(measurement, services, surge_truth(first), checkpoint=progress) == surge_truth(first)
 
     outsider = _failover_cli(team, "blue", state)
     assert outsider.returncode == 1 and f"{login()} is not a member of team" in outsider.stdout + outsider.stderr
@@ -90,7 +91,7 @@ def test_a_cluster_that_loses_its_master_and_workers_fails_its_daggers_over_exac
         time.sleep(1)
     first_new_row = datetime.now(UTC)
     # resumed from its checkpoint on green; the driver blue's master relaunches after the heal ends itself (fencing)
-    assert sink_reaches(measurement, services, both) == both
+    assert sink_reaches(measurement, services, both, checkpoint=progress) == both
     time.sleep(20)  # the point, not a wait: nothing more arrives (blue's relaunched driver ended itself)
     assert influx_surge(services, 2, measurement) == both
 

@@ -54,7 +54,8 @@ def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
     fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
     fields |= {"team": team, "name": "surge-heal", "parallelism": 1}
     deployed = daggers.deploy(parse_spec(fields), "heal", "alice")
-    assert sink_reaches(measurement, services, surge_truth(first)) == surge_truth(first)
+    progress = Path(deployed.checkpoint)  # sink waits follow the dagger's own progress
+    assert sink_reaches(measurement, services, surge_truth(first), checkpoint=progress) == surge_truth(first)
     checkup = Checkup(registry, clusters.state_dir, metrics_url=services.victoria_metrics_url, teams=[team])
     calm = checkup.run()
     assert calm.dagger(team, "surge-heal").verdict == "healthy", calm  # type: ignore[union-attr]
@@ -86,7 +87,9 @@ def test_a_driver_killed_with_its_worker_is_restarted_by_health_exactly(
     while influx_surge(services, 2, measurement) == surge_truth(first) and time.monotonic() < deadline:
         time.sleep(1)
     first_new_row = datetime.now(UTC)
-    assert sink_reaches(measurement, services, both) == both  # resumed from its checkpoint: nothing lost or twice
+    assert (
+        sink_reaches(measurement, services, both, checkpoint=progress) == both
+    )  # resumed from its checkpoint: nothing lost or twice
 
     entries = registry.history(f"dagger:{team}/surge-heal", limit=10)
     [restart] = [e for e in entries if e.action == "dagger_restart"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from jobs.engine.status import DaggerStatus, read_status, status_path
 from jobs.sinks import read_log
 from odin import victoria
 from tests.support.services import Services
@@ -62,10 +63,18 @@ def influx_surge(services: Services, version: int, measurement: str) -> Counter[
 
 
 def sink_reaches(
-    measurement: str, services: Services, expected: Counter, timeout_s: float = 120, until: datetime | None = None
+    measurement: str,
+    services: Services,
+    expected: Counter,
+    timeout_s: float = 120,
+    until: datetime | None = None,
+    checkpoint: Path | None = None,
 ) -> Counter:
-    """What the sink holds once it equals `expected`, or at the timeout (for the assertion's diff). With `until`,
-    only its windows ending by then: a perf stream also carries Loki's live load, whose windows close as it goes."""
+    """What the sink holds once it equals `expected`, or when waiting is pointless (for the assertion's diff). With
+    `until`, only its windows ending by then: a perf stream also carries Loki's live load, whose windows close as it
+    goes. With the dagger's `checkpoint`, the wait follows the dagger's own progress rather than the clock: it goes on
+    while the dagger commits batches (up to 5 x `timeout_s`), gives up once it has stalled for `timeout_s` or counts
+    events as late or lost (the sink can then never be exact), and prints why it gave up either way."""
 
     def read() -> Counter:
         got = influx_surge(services, 2, measurement)
@@ -73,9 +82,29 @@ def sink_reaches(
             got if until is None else Counter({k: n for k, n in got.items() if datetime.fromisoformat(k[3]) <= until})
         )
 
-    deadline = time.monotonic() + timeout_s
+    def status() -> DaggerStatus | None:
+        return read_status(status_path(checkpoint)) if checkpoint is not None else None
+
+    began = time.monotonic()
+    moved, last = began, status()
     got = read()
-    while got != expected and time.monotonic() < deadline:
-        time.sleep(2)
-        got = read()
+    while got != expected:
+        now, seen = time.monotonic(), status()
+        if seen is not None and (last is None or (seen.batches, seen.events) != (last.batches, last.events)):
+            moved, last = now, seen
+        if seen is not None and (seen.late or seen.lost):
+            why = f"the dagger counted {seen.late} late and {seen.lost} lost events"
+        elif checkpoint is None and now - began > timeout_s:
+            why = f"{timeout_s:.0f} s passed"
+        elif checkpoint is not None and now - moved > timeout_s:
+            why = f"the dagger made no progress for {timeout_s:.0f} s"
+        elif now - began > 5 * timeout_s:
+            why = f"{5 * timeout_s:.0f} s passed with the dagger still progressing"
+        else:
+            time.sleep(2)
+            got = read()
+            continue
+        shown = "" if seen is None else f" (status: {seen.phase}, {seen.batches} batches, lag {seen.lag})"
+        print(f"sink_reaches {measurement}: gave up: {why}{shown}; {len(got)} of {len(expected)} keys")
+        break
     return got
