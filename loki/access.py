@@ -36,11 +36,8 @@ def authorise(registry: Registry, actor: str | None, book: Playbook, action: str
     """The playbook `actor` may run: as written for a platform engineer; aimed at its team's perf cluster with the
     platform's blast radius for a member. Refused (and recorded) otherwise."""
     subject = f"loki:{book.target.environment}/{book.name}"
-    try:
+    with registry.refusals(actor or "(nobody)", action, subject):
         return _authorised(registry, actor, book)
-    except Refused as e:
-        registry.record(actor or "(nobody)", action, subject, "refused", str(e))
-        raise
 
 
 def _authorised(registry: Registry, actor: str | None, book: Playbook) -> Playbook:

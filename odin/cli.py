@@ -279,9 +279,9 @@ def _platform_engineer(registry: Registry, action: str, subject: str) -> str:
     """The login, if a platform engineer: team and cluster administration is theirs (refusals recorded)."""
     user = login()
     try:
-        return require_platform_engineer(registry, user)
+        with registry.refusals(user, action, subject):
+            return require_platform_engineer(registry, user)
     except Refused as e:
-        registry.record(user, action, subject, "refused", str(e))
         raise _fail(f"refused: {e}") from None
 
 

@@ -332,11 +332,8 @@ class Daggers:
 
     def deploy(self, spec: DaggerSpec, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> DaggerRecord:
         """check → submit → wait for the first progress → registry (the CLI's and tests' way; DAGs defer the wait)."""
-        try:
+        with self.registry.refusals(actor, "dagger_deploy", f"dagger:{spec.team}/{spec.name}"):
             plan = self.check(spec, cluster, actor)
-        except Refused as e:
-            self.registry.record(actor or "?", "dagger_deploy", f"dagger:{spec.team}/{spec.name}", "refused", str(e))
-            raise
         deployment = self.submit(plan, cluster, actor, reset_checkpoint=reset_checkpoint)
         self.say(f"waiting for the first progress of {deployment.submission_id}")
         return self.conclude(deployment, self.wait_started(deployment))
@@ -408,8 +405,7 @@ class Daggers:
     ) -> tuple[DaggerPlan, str]:
         """The new spec's plan and cluster, if its checkpoint can serve it (jobs/engine/checkpoint.py) or `reset_state`
         (it starts over from `kafka.start`); Refused otherwise, before anything is touched."""
-        subject = f"dagger:{spec.team}/{spec.name}"
-        try:
+        with self.registry.refusals(actor, "dagger_update", f"dagger:{spec.team}/{spec.name}"):
             record = self._owned(spec.team, spec.name, actor)
             target = cluster or record.cluster
             if target is None:
@@ -423,9 +419,6 @@ class Daggers:
                     "Update with reset_state: true (reads the streams again from kafka.start), or deploy it under a "
                     "new name"
                 )
-        except Refused as e:
-            self.registry.record(actor or "?", "dagger_update", subject, "refused", str(e))
-            raise
         return plan, target
 
     def redeploy(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_state: bool = False) -> Deployment:

@@ -134,6 +134,18 @@ class Registry:
         self.record(actor, action, subject, "ok", "", info)
 
     @contextmanager
+    def refusals(
+        self, actor: str | None, action: str, subject: str, detail: dict[str, Any] | None = None
+    ) -> Iterator[None]:
+        """Record a Refused raised inside (it goes on), nothing otherwise: for the checks before an action, so every
+        refusal says who tried what."""
+        try:
+            yield
+        except Refused as e:
+            self.record(actor or "?", action, subject, "refused", str(e), detail)
+            raise
+
+    @contextmanager
     def exclusive(self, subject: str) -> Iterator[None]:
         """Hold `subject` (e.g. `dagger:pricing/surge`) for one request: a PostgreSQL advisory lock, so requests of
         every process (Airflow's tasks, CLIs, health) on one subject are serialised; a second one is refused at

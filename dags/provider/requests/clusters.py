@@ -34,12 +34,9 @@ def cluster_spec(params: Mapping[str, Any]) -> ClusterSpec:
 def _checked(registry: Registry, params: Mapping[str, Any], user: str | None, action: str) -> ClusterSpec:
     """Refusals of bad params or users go to the history too: who tried what."""
     subject = f"cluster:{params.get('team')}/{params.get('cluster')}"
-    try:
+    with registry.refusals(user, action, subject, {"params": redacted(dict(params))}):
         spec = cluster_spec(params)
         require_platform_engineer(registry, user)
-    except Refused as e:
-        registry.record(user or "?", action, subject, "refused", str(e), {"params": redacted(dict(params))})
-        raise
     return spec
 
 

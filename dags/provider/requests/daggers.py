@@ -58,19 +58,8 @@ def _checked(daggers: Daggers, params: Mapping[str, Any], user: str | None, upda
     spec = request.spec
     if update:
         return daggers.prepare_update(spec, user or "?", cluster=request.cluster, reset_state=request.reset_state)
-    try:
+    with daggers.registry.refusals(user, action, f"dagger:{spec.team}/{spec.name}"):
         return daggers.check(spec, request.cluster, user), request.cluster
-    except Refused as e:
-        daggers.registry.record(user or "?", action, f"dagger:{spec.team}/{spec.name}", "refused", str(e))
-        raise
-
-
-def _member(registry: Any, user: str | None, team: str, action: str, subject: str) -> None:
-    try:
-        require_member(registry, user, team)
-    except Refused as e:
-        registry.record(user or "?", action, subject, "refused", str(e))
-        raise
 
 
 def check(params: Mapping[str, Any], user: str | None, log: Log, *, update: bool = False) -> dict[str, Any]:
@@ -133,7 +122,8 @@ def stop(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | No
     team, name = str(params["team"]), str(params["name"])
     with opened() as (registry, state):
         daggers = Daggers(registry, state, log)
-        _member(registry, user, team, "dagger_stop", f"dagger:{team}/{name}")
+        with registry.refusals(user, "dagger_stop", f"dagger:{team}/{name}"):
+            require_member(registry, user, team)
         once(registry, f"dagger:{team}/{name}", "dagger_stop", user, run_id)
         record = daggers.stop(team, name, user or "?")
     return record.model_dump(mode="json")
@@ -145,7 +135,8 @@ def failover(params: Mapping[str, Any], user: str | None, log: Log, run_id: str 
     reason = str(params.get("reason") or f"requested by {user or '?'}")
     with opened() as (registry, state):
         daggers = Daggers(registry, state, log)
-        _member(registry, user, team, "dagger_failover", f"cluster:{team}/{cluster}")
+        with registry.refusals(user, "dagger_failover", f"cluster:{team}/{cluster}"):
+            require_member(registry, user, team)
         once(registry, f"cluster:{team}/{cluster}", "dagger_failover", user, run_id)
         report = fail_over(
             daggers, Clusters(registry, state, log), team, cluster, user or "?", reason, params.get("to")
