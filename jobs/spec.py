@@ -88,7 +88,7 @@ class StreamSpec(Model):
         description="Field giving event time (google.protobuf.Timestamp, or epoch seconds/milliseconds); "
         "exposed to SQL as `rowtime`. Nested fields with dots.",
     )
-    kafka: KafkaSettings = Field(default_factory=KafkaSettings)  # type: ignore[arg-type]
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings, description="How the stream is read from Kafka.")  # type: ignore[arg-type]
     idle_timeout: Duration = Field(
         timedelta(seconds=60),
         description="A partition without new events for this long no longer holds the stream's watermark back "
@@ -162,8 +162,8 @@ class KafkaSink(Model):
         description="On the platform: the catalog's Kafka cluster to write to (one that takes teams' outputs; "
         "default: the first). The topic must start with `<team>.`.",
     )
-    topic: str
-    format: Literal["json", "proto"] = "json"
+    topic: str = Field(description="The topic to write; on the platform one under `<team>.`.")
+    format: Literal["json", "proto"] = Field("json", description="One record per row: JSON, or the `proto` message.")
     proto: str | None = Field(None, description="Message class for format=proto; fields matched by column name.")
     config: dict[str, str] = Field(
         default_factory=dict,
@@ -217,7 +217,10 @@ class PostgresSink(Model):
         description="libpq DSN without a password, for `dagger run`; the platform sets it from `target`.",
     )
     password_env: str | None = Field(None, pattern=ENV_VAR, description="Env var holding the password.")
-    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+    table: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$",
+        description="The table to upsert into ([schema.]name), made with the output's columns if missing.",
+    )
 
     @model_validator(mode="after")
     def _no_inline_password(self) -> PostgresSink:
@@ -231,11 +234,11 @@ Sink = Annotated[LogSink | InfluxSink | KafkaSink | PostgresSink, Field(discrimi
 
 class DaggerSpec(Model):
     name: str = Field(pattern=SLUG, description="Slug, unique per team.")
-    team: str = Field(pattern=SLUG)
+    team: str = Field(pattern=SLUG, description="The team that owns the dagger (on the platform: one of yours).")
     schemas: list[Path] = Field(
         default_factory=list, description="Extra .proto files or descriptor sets, besides protos/."
     )
-    streams: list[StreamSpec] = Field(min_length=1, max_length=2)
+    streams: list[StreamSpec] = Field(min_length=1, max_length=2, description="The streams the SQL reads, as tables.")
     sql: str = Field(min_length=1, description="Dagger SQL (Flink-style TUMBLE/HOP) or Spark SQL.")
     watermark_delay: Duration = Field(timedelta(seconds=60), description="How late an event may be.")
     trigger_interval: Duration = Field(timedelta(seconds=10), description="Micro-batch interval.")
@@ -245,7 +248,7 @@ class DaggerSpec(Model):
         description="Where open windows and aggregates live between batches: `memory` (Spark's default store, "
         "fastest) or `rocksdb` (on local disk, for state larger than executors' memory).",
     )
-    sink: Sink = Field(default_factory=LogSink)  # type: ignore[arg-type]
+    sink: Sink = Field(default_factory=LogSink, description="Where the rows go, by `type`.")  # type: ignore[arg-type]
     checkpoint_dir: Path | None = Field(None, description="Default: <state>/daggers/<team>/<name>/checkpoint.")
     telemetry_url: str | None = Field(
         None, description="InfluxDB-compatible URL (e.g. VictoriaMetrics) for `dagger_metrics`; unset: log only."
