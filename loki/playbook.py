@@ -148,7 +148,10 @@ class Consumer(Model):
     name: str = Field(pattern=SLUG, description="The consumer's name in this playbook (dagger/<name>).")
     spec: dict[str, Any] | None = Field(None, description="An inline dagger spec (its stream must be a perf stream).")
     spec_file: Path | None = Field(None, description="A dagger spec file, relative to the playbook.")
-    placement: Literal["local", "cluster"] = "local"
+    placement: Literal["local", "cluster"] = Field(
+        "local",
+        description="local: a process of the run's own; cluster: deployed on the target cluster like any dagger.",
+    )
     kafka: dict[str, Any] = Field(
         default_factory=dict,
         description="Kafka settings of every stream of the spec to override for the experiment, e.g. "
@@ -168,8 +171,8 @@ class Consumer(Model):
 
 
 class Load(Model):
-    feeders: list[Feeder] = Field(min_length=1)
-    consumers: list[Consumer] = Field(default_factory=list)
+    feeders: list[Feeder] = Field(min_length=1, description="What feeds the perf streams during the run.")
+    consumers: list[Consumer] = Field(default_factory=list, description="The daggers under test.")
 
     @model_validator(mode="after")
     def _unique(self) -> Load:
@@ -207,7 +210,7 @@ class Probe(Model):
 
 
 class SteadyState(Model):
-    probes: list[Probe] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list, description="What must hold before, during and after.")
     interval: Duration = Field(timedelta(seconds=5), description="How often the probes run during the experiment.")
     settle: Duration = Field(
         timedelta(seconds=120), description="After the last fault, how long the steady state has to come back."
@@ -256,7 +259,7 @@ class Case(Model):
     so broker_loss is a real data-disk loss), a paused one continued, pressure stopped, rules removed."""
 
     name: str = Field(min_length=1, description="Shown in the report.")
-    type: FaultType
+    type: FaultType = Field(description="The fault (loki schema lists them with their magnitudes).")
     target: ResourceGlob = Field(description="What the fault hits: a resource name or glob (loki plan lists them).")
     start: Duration = Field(description="From the start of the load.")
     duration: Duration = Field(description="The fault's downtime; it reverts itself after it.")
@@ -321,16 +324,16 @@ class Safeguards(Model):
 
 class Playbook(Model):
     name: str = Field(pattern=SLUG, description="Unique among playbooks; runs are stored under it.")
-    description: str = ""
-    target: Target = Field(default_factory=Target)  # type: ignore[arg-type]
+    description: str = Field("", description="What the experiment asks, in a sentence.")
+    target: Target = Field(default_factory=Target, description="Where it runs.")  # type: ignore[arg-type]
     blast_radius: list[ResourceGlob] = Field(
         min_length=1, description="Every resource the run may touch; anything else is refused before it starts."
     )
-    load: Load
-    steady_state: SteadyState = Field(default_factory=SteadyState)  # type: ignore[arg-type]
-    cases: list[Case] = Field(default_factory=list)
-    rollbacks: list[Rollback] = Field(default_factory=list)
-    safeguards: Safeguards = Field(default_factory=Safeguards)  # type: ignore[arg-type]
+    load: Load = Field(description="The load during the run: feeders and consumers.")
+    steady_state: SteadyState = Field(default_factory=SteadyState, description="The hypothesis: probes that must hold.")  # type: ignore[arg-type]
+    cases: list[Case] = Field(default_factory=list, description="The faults, each with its start and duration.")
+    rollbacks: list[Rollback] = Field(default_factory=list, description="What to undo at the end, beyond the faults.")
+    safeguards: Safeguards = Field(default_factory=Safeguards, description="When to abort the run.")  # type: ignore[arg-type]
     max_rate: bool = Field(
         False,
         description="Find the highest rate the consumers sustain without growing lag: the feeders ramp (a ramp "
