@@ -13,7 +13,8 @@ from rich.table import Table
 
 from loki import playbook as playbooks
 from loki.plan import ExperimentPlan
-from loki.resources import environment_nodes, inventory, registry_of
+from loki.resources import environment_nodes, inventory
+from odin.environment import connect_registry
 from odin.registry import Refused, Registry
 from odin.teams.actor import acting_user
 
@@ -142,7 +143,7 @@ def list_command(
     nodes, state = environment_nodes(env, state_dir)
     if not nodes:
         raise _fail(f"environment {env!r} was never brought up: run `odin up`")
-    registry = registry_of(nodes)
+    registry = connect_registry(nodes)
     try:
         if resources:
             res = Table(title=f"resources of {env}")

@@ -25,7 +25,6 @@ from odin import processes
 from odin.cluster.health import check_cluster
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Node
-from odin.environment import connect_registry
 from odin.registry import Registry
 
 TIMEOUT_S = 5.0
@@ -144,7 +143,3 @@ def environment_nodes(environment: str, state_dir: Path | None) -> tuple[dict[st
 
     stack = Stack(environment, state_dir)
     return stack.nodes(), stack.state_dir
-
-
-def registry_of(nodes: dict[str, Node]) -> Registry:
-    return connect_registry(nodes)

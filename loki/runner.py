@@ -22,10 +22,11 @@ from loki.load.feeder import FATE_NAMES, Digest, run_feed
 from loki.plan import ExperimentPlan, plan, template_values
 from loki.playbook import Playbook
 from loki.report import build, write
-from loki.resources import environment_nodes, inventory, registry_of
+from loki.resources import environment_nodes, inventory
 from loki.simulate import Simulation
 from loki.store import HALT_REQUESTED, SimulationStore, new_run_id
 from loki.verify import against_truth
+from odin.environment import connect_registry
 from odin.kafka.topics import ensure_topics
 from odin.registry import Registry
 
@@ -80,7 +81,7 @@ def plan_only(book: Playbook, state_dir: Path | None, actor_of: Actor, run_id: s
     """`loki plan`: exactly what a run would touch and what it refuses; nothing is touched (PlanRefused when the
     environment was never brought up, Refused when the actor may not run it)."""
     nodes, state = _environment(book.target.environment, state_dir)
-    registry = registry_of(nodes)
+    registry = connect_registry(nodes)
     try:
         return experiment_plan(book, registry, nodes, state, actor_of(registry), run_id, action="loki_plan")
     finally:
@@ -104,7 +105,7 @@ def run_playbook(
     """The whole run: its report and where the HTML page is. Refused or PlanRefused before anything is touched.
     `actor_of`: how the entry point establishes who acts (a name only from code that did so itself: the bench)."""
     nodes, state = _environment(book.target.environment, state_dir)
-    registry = registry_of(nodes)
+    registry = connect_registry(nodes)
     try:
         run_id = new_run_id()
         actor = actor_of if isinstance(actor_of, str) else actor_of(registry)
@@ -147,7 +148,7 @@ def run_playbook(
 
 def feed_only(book: Playbook, state_dir: Path | None, actor_of: Actor, console: Console) -> list[dict[str, int]]:
     nodes, _ = _environment(book.target.environment, state_dir)
-    registry = registry_of(nodes)
+    registry = connect_registry(nodes)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
@@ -188,7 +189,7 @@ def halt_all(environment: str, state_dir: Path | None, actor_of: Actor) -> list[
     nodes, _ = environment_nodes(environment, state_dir)
     if not nodes:
         return [f"environment {environment!r} was never brought up: nothing runs"]
-    registry = registry_of(nodes)
+    registry = connect_registry(nodes)
     lines = []
     try:
         actor = actor_of(registry)

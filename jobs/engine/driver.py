@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         # exit 0: a supervised driver that exits non-zero is relaunched
         logging.info("dagger %s: run %s is superseded by run %s, not starting", spec.qualified_name, args.run, by)
         return 0
-    lock = hold_run_lock(plan.checkpoint, args.run)  # released by the OS when this process tree is gone
+    hold_run_lock(plan.checkpoint, args.run)  # held until this process tree is gone: the OS then releases it
     path = status_path(plan.checkpoint)
     now = datetime.now(UTC)
     status = DaggerStatus(
@@ -123,7 +123,6 @@ def main(argv: list[str]) -> int:
         return 0
     write_status(path, status.ended("stopped"))
     logging.info("dagger %s stopped after %d batch(es)", spec.qualified_name, result.batches)
-    os.close(lock)
     return 0
 
 

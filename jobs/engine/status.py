@@ -126,10 +126,10 @@ def run_lock_path(checkpoint: Path, run: str) -> Path:
     return checkpoint.parent / "runs" / f"{run}.lock"
 
 
-def hold_run_lock(checkpoint: Path, run: str, wait_s: float = 60.0) -> int:
+def hold_run_lock(checkpoint: Path, run: str, wait_s: float = 60.0) -> None:
     """Lock the run's lock file for as long as this process (and what it forks) lives: the OS releases it when the
     last of them is gone, which is how a stop knows the driver's whole process tree ended. Waits (bounded) for a
-    previous launch of the same run to let go; the open file is returned and must stay open."""
+    previous launch of the same run to let go. The file stays open, unreferenced, until the process ends."""
     path = run_lock_path(checkpoint, run)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -137,10 +137,10 @@ def hold_run_lock(checkpoint: Path, run: str, wait_s: float = 60.0) -> int:
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
+            return
         except BlockingIOError:
             if time.monotonic() > deadline:
-                return fd  # run without it: a stop then waits its bound and says it could not confirm the end
+                return  # run without it: a stop then waits its bound and says it could not confirm the end
             time.sleep(0.5)
 
 
