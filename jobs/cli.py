@@ -294,8 +294,7 @@ def run(
         console.print(f"[green]done[/]: {summary}", soft_wrap=True)
 
 
-# -- the lifecycle on team clusters (jobs/lifecycle/daggers.py), as the dagger_* DAGs do it
-# ---------------------------------
+# -- the lifecycle on team clusters (jobs/lifecycle/daggers.py), as the dagger_* DAGs do it -----------------------
 
 UserOpt = Annotated[
     str,

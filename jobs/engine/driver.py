@@ -5,11 +5,10 @@ jobs/lifecycle/daggers.py.
 
 The worker copies this file into the driver's work directory and runs it with the platform's Python runtime, which
 every node has installed (Odin's platform_runtime role), packages included. The spec is the one the platform placed
-(jobs/lifecycle/placement.py), in a file of the dagger's own, not on the command line that `ps` shows; the driver needs
-no
-registry. Master, driver
-host and resources come from the submission. The driver keeps its status file (jobs/engine/status.py) current; a failure
-is written there before the process exits non-zero, which makes a supervised driver restart from its checkpoint.
+(jobs/lifecycle/placement.py), in a file of the dagger's own, not on the command line that `ps` shows; the driver
+needs no registry. Master, driver host and resources come from the submission. The driver keeps its status file
+(jobs/engine/status.py) current; a failure is written there before the process exits non-zero, which makes a
+supervised driver restart from its checkpoint.
 """
 
 from __future__ import annotations

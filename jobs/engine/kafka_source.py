@@ -95,8 +95,7 @@ class SourceOptions:
         """Put the team's secrets into this process's environment, where kafka_config finds the stream's password.
         The source runs in Python processes Spark starts (the planner's on the driver, the read tasks' on
         executors), which do not inherit what the driver's own process loaded (jobs/engine/driver.py). Each of them
-        serves
-        one dagger's application only; re-read every time, so a rotated secret is used from the next batch."""
+        serves one dagger's application only; re-read every time, so a rotated secret is used from the next batch."""
         if self.secrets_file is not None:
             os.environ.update(team_secrets.load(Path(self.secrets_file)))
 

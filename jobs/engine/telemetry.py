@@ -4,9 +4,8 @@ Malformed events are derived, not counted twice: every offset of a batch's range
 dead letter, so malformed = offsets consumed - rows read (control records of transactional producers excepted).
 Spark reports no start offsets for a query's first batch: the source puts them in that batch's end offsets.
 Lost events are those a gap skipped (jobs/engine/offsets.py); late events those the reader sent to the dead-letter
-topic as
-behind the stream's watermark (jobs/engine/event_time.py), and dropped_by_watermark what Spark's stateful operators
-dropped.
+topic as behind the stream's watermark (jobs/engine/event_time.py), and dropped_by_watermark what Spark's stateful
+operators dropped.
 """
 
 from __future__ import annotations
@@ -50,8 +49,7 @@ def sentinel_rows(progress: dict[str, Any]) -> int:
 def dropped_by_watermark(progress: dict[str, Any]) -> int:
     """What Spark's stateful operators dropped as behind the watermark: the reader sends late events to the
     dead-letter topic first when it can tell them (jobs/engine/event_time.py), so these are the others. Spark drops
-    late rows
-    after a partial aggregation: this counts groups of late events (one per window and key), not events."""
+    late rows after a partial aggregation: this counts groups of late events (one per window and key), not events."""
     return sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in progress.get("stateOperators", []))
 
 

@@ -3,8 +3,7 @@
 Deploy submits jobs/engine/driver.py in cluster mode through the cluster's REST API (supervised: the master relaunches a
 driver that fails, from its checkpoint) and waits for the query's first progress in the driver's status file
 (jobs/engine/status.py). Airflow does the waiting in a trigger (dags/provider/operators/daggers.py); the CLI and tests
-poll with the same
-verdict (`started`). Every call ends in one history entry; refusals come before anything is touched.
+poll with the same verdict (`started`). Every call ends in one history entry; refusals come before anything is touched.
 """
 
 from __future__ import annotations

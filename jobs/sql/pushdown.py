@@ -7,8 +7,7 @@ Arrow batch it has just decoded, and the SQL reads the result as a column (`__ud
 rows are the same; the same call written twice (SELECT and GROUP BY) becomes one column.
 
 Simple WHERE conditions on such a SELECT's fields are evaluated in the reader too (jobs/events/predicates.py): events
-the
-query drops are not sent to Spark at all, and those conditions leave the SQL (with the fields only they read).
+the query drops are not sent to Spark at all, and those conditions leave the SQL (with the fields only they read).
 """
 
 from __future__ import annotations

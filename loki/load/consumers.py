@@ -47,8 +47,7 @@ class Consumer:
 
     def place(self, daggers: Daggers, cluster: str, actor: str) -> None:
         """A cluster consumer is placed like any deployed dagger (jobs/lifecycle/placement.py): its sink is the team's
-        own
-        database, which the drain and the comparison then read with the team's password."""
+        own database, which the drain and the comparison then read with the team's password."""
         sink = self.spec.sink
         if isinstance(sink, PostgresSink):  # the scratch database of local consumers is not a team's
             sink = PostgresSink(table=sink.table)

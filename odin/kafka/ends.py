@@ -1,8 +1,7 @@
 """A partition's true end offset. Some brokers under-report the high watermark in ListOffsets (Tansu reports the
 first offset of the last stored batch + 1) but return the right one with fetched data: fetch from the last reported
 offset and read the watermark that came with it. Shared by the dagger source (jobs/engine/kafka_source.py) and the
-mirror
-(odin/kafka/mirror.py)."""
+mirror (odin/kafka/mirror.py)."""
 
 from __future__ import annotations
 
