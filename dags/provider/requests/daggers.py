@@ -1,6 +1,7 @@
 """What the dagger DAGs do (dags/self_serve.py stays thin): a run's params become a Request
 (jobs/lifecycle/request.py), checked for who asks and where before anything is touched, previewed, then deployed,
-updated, stopped or listed through jobs/lifecycle/daggers.py. Each step logs to the task log; refusals are recorded in the registry's history."""
+updated, stopped or listed through jobs/lifecycle/daggers.py. Each step logs to the task log; refusals are recorded
+in the registry's history."""
 
 from __future__ import annotations
 
