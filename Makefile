@@ -77,7 +77,7 @@ status: ## table of services, URLs and health
 test: setup ## run the test suite (starts real services on free ports; stops them)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-demo: setup ## the seed's surge dagger end to end: Odin brings up Kafka + VictoriaMetrics, dagger run --once, check
+demo: setup ## the platform's story through Airflow: stack, team clusters, two daggers, chaos, health, reports, checks
 	$(PY) -m bench.demo
 
 bench: setup ## benchmarks (figures and ratios, not pass/fail)

@@ -55,6 +55,7 @@ from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
+from bench.record import record
 from jobs.udfs.s2 import s2_cell_ids
 from odin import victoria
 from odin.endpoints import Endpoints
@@ -791,13 +792,14 @@ def main(events: int, rate: int, latency_s: float) -> int:
     def num(v: float | None, digits: int = 1) -> str:
         return "nan" if v is None else f"{v:.{digits}f}"
 
-    print(
+    record(
+        "dagger_throughput",
         f"dagger_events_per_s={dagger_rate:.0f} baseline_events_per_s={base.rate:.0f} "
         f"ratio={dagger_rate / base.rate:.2f} p99_latency_s={p99:.1f} "
         f"bytewax_baseline_events_per_s={rr.rate:.0f} bytewax_ratio={dagger_rate / rr.rate:.2f} "
         f"startup_first_batch_s={num(boot.first_batch_s)} startup_first_row_s={num(boot.first_row_s)} "
         f"peak_rss_mb={boot.peak_rss_mb:.0f} peak_rss_group_mb={boot.peak_group_rss_mb:.0f} "
-        f"peak_pss_mb={boot.peak_pss_mb:.0f}"
+        f"peak_pss_mb={boot.peak_pss_mb:.0f}",
     )
     return 0 if exact and rr_exact else 1
 
@@ -812,7 +814,10 @@ def main_startup() -> int:
     console.print(startup_table(boot))
     console.print(processes_table(boot))
     first_row = "nan" if boot.first_row_s is None else f"{boot.first_row_s:.1f}"
-    print(f"startup_first_row_s={first_row} peak_rss_mb={boot.peak_rss_mb:.0f} peak_pss_mb={boot.peak_pss_mb:.0f}")
+    record(
+        "dagger_startup",
+        f"startup_first_row_s={first_row} peak_rss_mb={boot.peak_rss_mb:.0f} peak_pss_mb={boot.peak_pss_mb:.0f}",
+    )
     return 0
 
 

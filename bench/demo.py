@@ -1,114 +1,260 @@
-"""`make demo`: the surge dagger end to end on the embedded local stack.
+"""`make demo`: the platform's story in one command, through Airflow's REST API v2 as its users act.
 
-1. `odin up` brings up Kafka (Tansu) and VictoriaMetrics.
-2. Booking events of the last half hour go to a fresh topic.
-3. `dagger run --once` runs the seed's surge query (docs/examples/surge-demand.yaml, topic swapped in) on local[2]:
-   S2Id level 13, per-minute tumbling windows, results to VictoriaMetrics through the InfluxDB API.
-4. The busiest cells are read back from VictoriaMetrics and checked against a count done in plain Python.
+1. `odin up`: the whole local stack, its traffic node feeding the catalog's streams, Airflow with two users: you
+   (the first platform engineer) and `alice` of team `pricing`.
+2. As the platform engineer: the team and its member (`odin team add`), then two Spark clusters for the team through
+   `odin_provision_cluster`: `main` for its daggers, `perf` for experiments.
+3. As alice, from the trigger form's fields (`dagger_deploy`; `dagger_update` with reset_state on a re-run): the
+   seed's surge dagger (completed bookings per S2 cell level 13, city and vehicle per minute, into the TSDB) and
+   the API-health dagger (requests and worst latency per path and status per minute, into the team's database),
+   on the live traffic.
+4. As alice: the worker-loss playbook (`loki_chaos`) on her perf cluster, against the perf twin of the bookings.
+5. The health check (`dagger_health`) and the reports (`reports_gather`).
+6. Each dagger's output for every window it has closed, against a count in plain Python of the events on its
+   stream (bench/demo_check.py); the chaos run's loss and recovery, against its feeders' acknowledged events.
+
+Re-runnable; leaves the stack running (`make down` stops it, team clusters included).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
-from collections import Counter
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-import s2sphere
-import yaml
-from daggers.events import booking_log_pb2, common_pb2
 from rich.console import Console
 from rich.table import Table
 
-from odin import victoria
+from bench import demo_check
+from jobs.engine.status import DaggerStatus, read_status, status_path
+from jobs.health.checkup import Reports
+from loki.store import SimulationStore
+from odin.airflow_api import AirflowApi, RunState
 from odin.endpoints import Endpoints
-from odin.kafka.topics import ensure_topics
-from odin.paths import BIN_DIR, REPO, default_state_dir
+from odin.environment import opened
+from odin.paths import BIN_DIR
 from odin.stack import Stack
-from odin.traffic.generator import booking_logs, produce
+from odin.teams.actor import login
+from odin.teams.databases import team_database
+from odin.teams.secrets import TeamSecrets
 
-EVENTS = 100_000
-SPEC = REPO / "docs" / "examples" / "surge-demand.yaml"
 console = Console()
+TEAM, MEMBER = "pricing", "alice"
+CLUSTERS = {
+    "main": {"workers": 1, "worker_cores": 4, "worker_memory": "4g"},  # room for both daggers
+    "perf": {"workers": 2, "worker_cores": 2, "worker_memory": "2g"},  # the worker-loss playbook kills one
+}
+SURGE_SQL = """SELECT city_id AS tag_city_id,
+       S2Id(lat, long, 13) AS tag_s2id,
+       vehicle_type AS tag_vehicle_type,
+       count(1) AS num_of_bookings,
+       TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
+FROM data_stream
+WHERE status = 'COMPLETED'
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), city_id, S2Id(lat, long, 13), vehicle_type"""
+API_SQL = """SELECT path, status_code,
+       count(1) AS requests,
+       max(latency_ms) AS max_latency_ms,
+       TUMBLE_END(rowtime, INTERVAL '60' SECOND) AS window_timestamp
+FROM data_stream
+GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), path, status_code"""
+SURGE_MEASUREMENT, API_TABLE = f"{TEAM}_surge", "api_health"
+FORMS: dict[str, dict[str, Any]] = {  # the trigger form's fields, as alice fills them
+    "surge-demand": {
+        "stream": "booking-log",
+        "sql": SURGE_SQL,
+        "sink_type": "influx",
+        "sink": {"measurement": SURGE_MEASUREMENT},
+    },
+    "api-health": {
+        "stream": "api-log",
+        "sql": API_SQL,
+        "sink_type": "postgres",
+        "sink": {"table": API_TABLE},
+    },
+}
+COMMON = {"team": TEAM, "cluster": "main", "start": "earliest", "watermark_delay": "10s", "trigger_interval": "5s",
+          "parallelism": 1}  # fmt: skip
+CHAOS = {"playbook": "worker-loss", "team": TEAM, "cluster": "perf", "rate_scale": 0.05, "time_scale": 0.5}
+CLOSED_WINDOWS = 2  # each dagger's check waits for this many closed windows after its stream's first minute
+WAIT_S = 600
 
 
-def truth(events: list[booking_log_pb2.BookingLog]) -> Counter[tuple[str, str, str, int]]:
-    """Completed bookings per (city, S2 cell, vehicle type, window end in ms), counted in plain Python."""
-    completed = booking_log_pb2.BookingStatus.Value("COMPLETED")
-    out: Counter[tuple[str, str, str, int]] = Counter()
-    for e in events:
-        if e.status == completed:
-            # s2sphere, independent of the dagger's vectorised S2; as Java's signed long, like S2Id returns it.
-            cell = s2sphere.CellId.from_lat_lng(s2sphere.LatLng.from_degrees(e.lat, e.long)).parent(13).id()
-            token = str(cell - (1 << 64) if cell >= 1 << 63 else cell)
-            end = (e.event_timestamp.seconds // 60 + 1) * 60_000
-            out[(str(e.city_id), token, common_pb2.VehicleType.Name(e.vehicle_type), end)] += 1
-    return out
+def step(title: str) -> None:
+    console.rule(f"[bold]{title}")
 
 
-def stored(vm: str, metric: str) -> Counter[tuple[str, str, str, int]]:
-    out: Counter[tuple[str, str, str, int]] = Counter()
-    for series in victoria.export(vm, metric):
-        m = series["metric"]
-        for ts, value in zip(series["timestamps"], series["values"], strict=True):
-            out[(m["tag_city_id"], m["tag_s2id"], m["tag_vehicle_type"], ts)] = int(value)
-    return out
+def run(*argv: str) -> None:
+    done = subprocess.run([str(BIN_DIR / argv[0]), *argv[1:]], check=False)
+    if done.returncode:
+        raise SystemExit(f"`{' '.join(argv)}` failed (exit {done.returncode}): see above")
+
+
+def finished(api: AirflowApi, dag: str, run_id: str, what: str) -> RunState:
+    with console.status(f"{what}: {dag} run {run_id}"):
+        state = api.wait(dag, run_id, timeout=WAIT_S)
+    if state.state != "success":
+        for task, ti in api.task_states(dag, run_id).items():
+            if str(getattr(ti.state, "value", ti.state)) == "failed":
+                console.print(f"--- {task}:\n{api.log(dag, run_id, task)[-3000:]}", markup=False, highlight=False)
+        raise SystemExit(f"{what}: {dag} run {run_id} is {state.state} after {state.seconds:.0f}s (logs above)")
+    console.print(f"[green]✓[/] {what} ({dag}, {state.seconds:.0f}s)")
+    return state
+
+
+def wait(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout_s
+    with console.status(what):
+        while not (value := condition()):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"gave up after {timeout_s:.0f}s waiting for {what}")
+            time.sleep(2)
+    return value
+
+
+def status_of(name: str) -> DaggerStatus | None:
+    with opened() as (registry, _):
+        record = registry.dagger(TEAM, name)
+    return read_status(status_path(Path(record.checkpoint))) if record else None
+
+
+def provision(engineer: AirflowApi) -> None:
+    with opened() as (registry, _):
+        ready = {c.name for c in registry.clusters(team=TEAM) if c.state == "ready"}
+    for name, size in CLUSTERS.items():
+        if name in ready:
+            console.print(f"cluster {TEAM}/{name} is ready")
+            continue
+        conf = {"team": TEAM, "cluster": name, **size}
+        run_id = engineer.trigger("odin_provision_cluster", conf)
+        finished(engineer, "odin_provision_cluster", run_id, f"cluster {TEAM}/{name}")
+
+
+def deploy(alice: AirflowApi) -> None:
+    runs = []
+    with opened() as (registry, _):
+        known = {d.name for d in registry.daggers(team=TEAM)}
+    for name, fields in FORMS.items():
+        conf = {**COMMON, "name": name, **fields}
+        dag = "dagger_update" if name in known else "dagger_deploy"  # a re-run starts it over: a clean check
+        conf |= {"reset_state": True} if dag == "dagger_update" else {}
+        runs.append((dag, alice.trigger(dag, conf), name))
+    for dag, run_id, name in runs:
+        finished(alice, dag, run_id, f"dagger {TEAM}/{name} running")
+
+
+def chaos(alice: AirflowApi) -> dict[str, Any]:
+    finished(alice, "loki_chaos", alice.trigger("loki_chaos", CHAOS), "worker-loss on the perf cluster")
+    with opened() as (registry, _):
+        [latest] = SimulationStore(registry).runs(playbook="worker-loss")[:1]
+    report = Path(latest.report or "").with_name("report.json")
+    return {"run": latest.id, "html": latest.report, **json.loads(report.read_text())}
+
+
+def checked(name: str, truth: Callable[[], tuple[Any, float]], stored: Callable[[], Any], count: Callable[[Any], int]
+            ) -> tuple[demo_check.Comparison, DaggerStatus]:  # fmt: skip
+    """Wait for closed windows, then compare them: read the watermark, let a later batch write what it closed."""
+    want, first_event_s = truth()
+    enough = demo_check.window_end(int(first_event_s)) + (CLOSED_WINDOWS + 1) * demo_check.WINDOW_S
+
+    def closed() -> DaggerStatus | None:
+        s = status_of(name)
+        ok = s and s.watermark and s.watermark.timestamp() >= enough and s.last_batch is not None
+        return s if ok else None
+
+    seen = wait(closed, f"{name}: {CLOSED_WINDOWS} closed windows (its watermark)")
+    after = wait(lambda: (s := status_of(name)) and s.last_batch > seen.last_batch and s, f"{name}: the next batch")
+    want, first_event_s = truth()  # everything up to now: a superset of what the closed windows hold
+    return demo_check.compare(name, want, stored(), seen.watermark, first_event_s, count), after
 
 
 def main() -> int:
-    console.rule("1. odin up: Kafka (Tansu) and VictoriaMetrics")
-    up = subprocess.run([str(BIN_DIR / "odin"), "up", "--only", "kafka_broker,victoria_metrics"], check=False)
-    if up.returncode:
-        return up.returncode
+    started = time.monotonic()
+    engineer_name = login()
+    step(f"1. odin up: the local stack, with Airflow users {engineer_name} (platform engineer) and {MEMBER}")
+    run("odin", "up", "--airflow-user", f"{engineer_name}=admin", "--airflow-user", f"{MEMBER}=user")
     where = Endpoints(Stack().nodes())
-    kafka, vm = where.kafka_bootstrap, where.victoria_metrics_url
+    engineer = AirflowApi(where.airflow_url, engineer_name, where.airflow_password(engineer_name))
+    alice = AirflowApi(where.airflow_url, MEMBER, where.airflow_password(MEMBER))
+    for dag in ("odin_provision_cluster", "dagger_deploy", "dagger_update", "loki_chaos", "dagger_health",
+                "reports_gather"):  # fmt: skip
+        engineer.wait_for_dag(dag)
 
-    run_id = int(time.time())
-    topic = f"demo-booking-log-{run_id}"
-    console.rule(f"2. produce {EVENTS:,} BookingLog events of the last 30 minutes to {topic}")
-    start = datetime.now(UTC) - timedelta(minutes=30)
-    events = list(booking_logs(EVENTS, seed=run_id, start=start, rate=EVENTS / 1800))
-    ensure_topics({"bootstrap.servers": kafka}, {topic: 2})
-    produce(kafka, topic, iter(events), partitions=2)
+    step(f"2. platform engineer {engineer_name}: team {TEAM} (member {MEMBER}) and its clusters")
+    run("odin", "team", "add", TEAM, "--member", MEMBER)
+    provision(engineer)
 
-    console.rule("3. dagger run --once: the seed's surge query on local[2]")
-    spec = yaml.safe_load(SPEC.read_text())
-    spec["streams"][0]["topics"] = [topic]
-    spec["streams"][0]["kafka"]["bootstrap_servers"] = kafka
-    measurement = f"surge_demand_{run_id}"
-    spec["sink"] |= {"url": vm, "measurement": measurement}
-    spec["telemetry_url"] = vm
-    demo_dir = default_state_dir() / "demo" / str(run_id)
-    spec["checkpoint_dir"] = str(demo_dir / "checkpoint")
-    demo_dir.mkdir(parents=True, exist_ok=True)
-    spec_path = demo_dir / "surge-demand.yaml"
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    console.print(f"spec: {spec_path}")
-    run = subprocess.run([str(BIN_DIR / "dagger"), "run", "--once", str(spec_path)], check=False)
-    if run.returncode:
-        return run.returncode
+    step(f"3. {MEMBER}: the surge and API-health daggers, from the trigger form's fields")
+    deploy(alice)
 
-    console.rule("4. read the windows back from VictoriaMetrics")
-    want = truth(events)
-    got: Counter[tuple[str, str, str, int]] = Counter()
-    for _ in range(20):  # new series become searchable within seconds
-        got = stored(vm, f"{measurement}_num_of_bookings")
-        if got == want:
-            break
-        time.sleep(1)
-    table = Table(title=f"busiest S2 cells (level 13) per minute: {measurement}_num_of_bookings", title_justify="left")
-    for col in ("window end (UTC)", "city", "S2 cell", "vehicle", "completed bookings", "plain Python"):
-        table.add_column(col, no_wrap=col == "S2 cell")
-    for (city, cell, vehicle, end), n in sorted(got.items(), key=lambda kv: (-kv[1], kv[0]))[:10]:
-        when = datetime.fromtimestamp(end / 1000, UTC).strftime("%H:%M")
-        table.add_row(when, city, cell, vehicle, str(n), str(want.get((city, cell, vehicle, end), 0)))
+    step(f"4. {MEMBER}: chaos on her perf cluster (worker-loss, the perf twin of booking-log)")
+    loki = chaos(alice)
+
+    step("5. each dagger's closed windows against a count of its stream's events in plain Python")
+    with opened() as (registry, state):
+        streams = {s.name: s for s in registry.streams()}
+    db = team_database(TEAM)
+    password = TeamSecrets(Stack().state_dir).load(TEAM)[db.password_env]
+
+    def truth_of(stream: str, count: Callable[[list[Any]], Any]) -> Callable[[], tuple[Any, float]]:
+        def read() -> tuple[Any, float]:
+            s = streams[stream]
+            events = demo_check.read_stream(s.serving_bootstrap_servers, s.topics, demo_check.MESSAGES[s.proto])
+            return count(events), min((e.event_timestamp.seconds for e in events), default=time.time())
+
+        return read
+
+    surge, surge_status = checked(
+        "surge-demand",
+        truth_of("booking-log", demo_check.surge_truth),
+        lambda: demo_check.surge_stored(where.victoria_metrics_url, f"{SURGE_MEASUREMENT}_num_of_bookings"),
+        int,
+    )
+    api, api_status = checked(
+        "api-health",
+        truth_of("api-log", demo_check.api_truth),
+        lambda: demo_check.api_stored(db.dsn, password, API_TABLE),
+        lambda v: v[0],
+    )
+
+    step("6. the health check and the reports")
+    finished(engineer, "dagger_health", engineer.trigger("dagger_health", {}), "health check")
+    finished(engineer, "reports_gather", engineer.trigger("reports_gather", {}), "reports gathered")
+    health = Reports(state).latest()
+    verdicts = {(d.team, d.name): d.verdict for d in health.daggers} if health else {}
+
+    table = Table(title="daggers: closed windows against a count of the stream's events", title_justify="left")
+    for col in ("dagger", "sink", "events in", "input rate", "lag", "windows", "rows out", "events in windows",
+                "check", "health"):  # fmt: skip
+        table.add_column(col)
+    for c, s, sink in ((surge, surge_status, f"TSDB {SURGE_MEASUREMENT}_*"), (api, api_status, f"team DB {API_TABLE}")):
+        table.add_row(c.dagger, sink, f"{s.events:,}", f"{s.input_rate:.1f}/s", f"{s.lag:,}", str(c.windows),
+                      f"{c.rows:,}", f"{c.events:,}", "[green]exact[/]" if c.exact else f"[red]{len(c.missing)} "
+                      f"differ, {len(c.unexpected)} extra[/]", verdicts.get((TEAM, c.dagger), "?"))  # fmt: skip
     console.print(table)
-    ok = got == want
+    events, cases = loki["events"], loki["cases"]
+    chaos_table = Table(title=f"chaos: {loki['playbook']} (run {loki['run']})", title_justify="left")
+    for col in ("acknowledged", "lost", "counted twice", "fault", "detected", "recovered", "verdict"):
+        chaos_table.add_column(col)
+    for case in cases:
+        chaos_table.add_row(f"{events['acknowledged']:,}", str(events["lost"]), str(events["duplicated"]),
+                            case["case"], f"{case['detect_s']}s", f"{case['recover_s']}s", case["verdict"])  # fmt: skip
+    console.print(chaos_table)
+    ok = surge.exact and api.exact and loki["verdict"] == "pass" and surge.windows > 0 and api.windows > 0
+    for c in (surge, api):
+        for key, value in list(c.missing.items())[:5]:
+            console.print(f"[red]{c.dagger}[/] {key}: counted {value}, sink has another value or none")
     console.print(
-        f"[{'green' if ok else 'red'}]demo {'ok' if ok else 'FAILED'}[/]: {len(got):,} rows in VictoriaMetrics, "
-        f"{sum(got.values()):,} completed bookings ({sum(want.values()):,} counted in plain Python). "
-        f"Explore at {vm}/vmui (metric {measurement}_num_of_bookings, dagger_metrics_*); stop with `make down`."
+        f"\nAirflow: {where.airflow_url} (you: {engineer_name}, alice: {MEMBER}; passwords in "
+        f"{where.airflow_passwords})\nreports: {state / 'reports' / 'index.html'}; chaos run: {loki['html']}\n"
+        f"TSDB: {where.victoria_metrics_url}/vmui ({SURGE_MEASUREMENT}_num_of_bookings, dagger_metrics_*); "
+        f"team DB: {db.dsn} table {API_TABLE}\n"
+        f"[{'green' if ok else 'red'}]demo {'ok' if ok else 'FAILED'}[/] in {time.monotonic() - started:.0f}s; "
+        "the stack keeps running (`make down` stops it)"
     )
     return 0 if ok else 1
 

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.table import Table
 
+from bench.record import record
 from loki.playbook import STANDARD_DIR, Playbook, load, standard_names
 from loki.report import RECOVERY_TARGET_S
 from loki.runner import run_playbook
@@ -165,10 +166,11 @@ def _print(results: dict[str, dict[str, Any]]) -> None:
     console.print(table)
     for name, r in results.items():
         ratio = r["recover_s"] / RECOVERY_TARGET_S if r["recover_s"] is not None else 0.0
-        print(
+        record(
+            "loki_playbooks",
             f"loki_{name} acknowledged={r['acknowledged']} rate={r['rate']:.0f} lost={r['lost']} "
             f"duplicated={r['duplicated']} gone_from_broker={r['gone_from_broker']} detect_s={r['detect_s']} "
-            f"recover_s={r['recover_s']} recovery_ratio={ratio:.2f} verdict={r['verdict']}"
+            f"recover_s={r['recover_s']} recovery_ratio={ratio:.2f} verdict={r['verdict']}",
         )
 
 

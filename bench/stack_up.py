@@ -12,6 +12,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
+from bench.record import record
 from odin.paths import temporary_state_dir
 from odin.ports import stack_ports
 from odin.stack import Stack
@@ -53,7 +54,7 @@ def main() -> int:
         table.add_row(label, f"{seconds:.1f}", detail)
     console.print(table)
     cold, warm = rows[0][1], rows[1][1]
-    print(f"odin_up_cold_s={cold:.1f} odin_up_warm_s={warm:.1f} warm_over_cold={warm / cold:.2f}")
+    record("stack_up", f"odin_up_cold_s={cold:.1f} odin_up_warm_s={warm:.1f} warm_over_cold={warm / cold:.2f}")
     return 0
 
 

@@ -207,7 +207,7 @@ def build(
 # -- files -----------------------------------------------------------------------------------------------------------
 
 
-def _png(fig: Any) -> str:
+def png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -239,7 +239,7 @@ def timeline_plot(report: dict[str, Any]) -> str:
     handles = rate_ax.get_legend_handles_labels()[0] + lag_ax.get_legend_handles_labels()[0]
     rate_ax.legend(handles=handles, loc="upper left", fontsize=8)
     rate_ax.set_title("timeline (faults shaded; v detected, ^ recovered)")
-    return _png(fig)
+    return png(fig)
 
 
 def windows_plot(name: str, windows: list[dict[str, Any]]) -> str:
@@ -254,10 +254,10 @@ def windows_plot(name: str, windows: list[dict[str, Any]]) -> str:
     ax.set_ylabel("events")
     ax.set_title(f"{name}: events per window, output against the ground truth")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return png(fig)
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def html_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "<p>none</p>"
     head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
@@ -289,13 +289,13 @@ padding:2px 6px;font-size:13px}}.pass{{color:green}}.fail{{color:red}}</style></
 <p>{html.escape(report["description"])}</p>
 <p>state {html.escape(report["state"])} {html.escape(report["reason"])}; target {html.escape(str(report["target"]))};
 duration {report["duration_s"]} s; max sustained rate {report["max_sustained_rate"]} events/s</p>
-<h2>Events</h2>{_table([report["events"]])}
-<h2>Cases</h2>{_table(report["cases"])}
-<h2>Faults</h2>{_table(report["faults"])}
-<h2>Consumers against the ground truth</h2>{_table([{"consumer": k, **v} for k, v in report["consumers"].items()])}
+<h2>Events</h2>{html_table([report["events"]])}
+<h2>Cases</h2>{html_table(report["cases"])}
+<h2>Faults</h2>{html_table(report["faults"])}
+<h2>Consumers against the ground truth</h2>{html_table([{"consumer": k, **v} for k, v in report["consumers"].items()])}
 <h2>Plots</h2>{images}
 <h2>Recovery playbook</h2><ol>{steps or "<li>no fault broke the steady state</li>"}</ol>
-<h2>Errors</h2>{_table([{"error": e} for e in report["errors"]])}
+<h2>Errors</h2>{html_table([{"error": e} for e in report["errors"]])}
 </body></html>"""
     html_path.write_text(page)
     return json_path, html_path

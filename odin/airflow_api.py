@@ -80,6 +80,11 @@ class AirflowApi:
                 return RunState(run_id, state, time.monotonic() - start)
             time.sleep(poll)
 
+    def runs(self, dag_id: str, limit: int = 20) -> list[tuple[str, str, str]]:
+        """The DAG's latest runs, newest first: (run id, run type (scheduled, manual, ...), state)."""
+        found = DagRunApi(self._client).get_dag_runs(dag_id, limit=limit, order_by=["-run_after"]).dag_runs
+        return [(str(r.dag_run_id), str(r.run_type.value), str(r.state.value)) for r in found]
+
     def task_states(self, dag_id: str, run_id: str) -> dict[str, Any]:
         """Each task's state, start and end."""
         tis = TaskInstanceApi(self._client).get_task_instances(dag_id, run_id).task_instances

@@ -94,6 +94,10 @@ def up(
     airflow_user: Annotated[
         list[str], typer.Option("--airflow-user", help="Airflow user NAME=ROLE (viewer, user, op, admin; repeatable).")
     ] = [],  # noqa: B006
+    traffic_rate: Annotated[
+        float | None,
+        typer.Option("--traffic-rate", help="Events per second the traffic node sends on each catalog data stream."),
+    ] = None,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
@@ -103,13 +107,14 @@ def up(
     users = dict(u.partition("=")[::2] for u in airflow_user)
     try:
         stack = Stack(env, state_dir)
-        spec = stack.resolve(workers, services, ports, users)
+        spec = stack.resolve(workers, services, ports, users, traffic_rate)
     except ValidationError as e:
         flags = {
             "spark_workers": "--workers",
             "services": "--only",
             "ports": "--port",
             "airflow_users": "--airflow-user",
+            "traffic_rate": "--traffic-rate",
         }
         msgs = [
             f"{flags.get(str(x['loc'][0]), x['loc'][0])}{''.join(f'.{p}' for p in x['loc'][1:])}: {x['msg']}"
@@ -157,6 +162,8 @@ def down(
         raise _fail("--purge removes the whole environment: it cannot be combined with --only")
     stack = Stack(env, state_dir)
     with console.status("[bold]odin down[/]") as status:
+        if not services:
+            _stop_team_clusters(stack, lambda msg: status.update(f"[bold]odin down[/] {msg}"))
         report = stack.down(purge, lambda msg: status.update(f"[bold]odin down[/] {msg}"), services)
     if report.playbook is None:
         console.print("nothing to stop: the environment was never brought up")
@@ -166,6 +173,26 @@ def down(
     if not report.ok:
         raise _fail("some processes could not be stopped", 1)
     console.print(f"stopped {report.stopped} process(es)" + ("; state and data purged" if purge else ""))
+
+
+def _stop_team_clusters(stack: Stack, say: Callable[[str], None]) -> None:
+    """Every team cluster of the environment stops with it (the registry keeps them: health heals them after `up`)."""
+    try:
+        registry = connect_registry(stack.nodes())
+    except LookupError:
+        return  # no registry: no team clusters
+    except RegistryError as e:
+        err.print(f"[yellow]team clusters not stopped[/]: {e}")
+        return
+    try:
+        records = registry.clusters(states=("ready", "failed"))
+        clusters = Clusters(registry, stack.state_dir)
+        for c in records:
+            say(f"stopping team cluster {c.team}/{c.name}")
+            clusters.stop(c.team, c.name)
+            console.print(f"team cluster {c.team}/{c.name} stopped (`odin up`, then the health check, brings it back)")
+    finally:
+        registry.close()
 
 
 @app.command()
@@ -541,6 +568,65 @@ def mirror(
     finally:
         job.close()
     console.print(f"mirror stopped: {job.stats.copied:,} record(s) copied")
+
+
+@app.command()
+def feed(
+    stream: Annotated[str, typer.Argument(help="A catalog stream (odin catalog list), perf twins included.")],
+    rate: Annotated[float, typer.Option("--rate", help="Events per second.", min=0.001, max=100_000)] = 100.0,
+    duration: Annotated[
+        str | None, typer.Option("--for", help="How long, e.g. 90s, 5m; default: until Ctrl-C or SIGTERM.")
+    ] = None,
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+) -> None:
+    """Send live events to a catalog stream, stamped with the time they are sent, on top of the traffic node's: for
+    a load a preview or a dashboard should show. Platform engineers only: the streams are every team's input."""
+    import signal
+    import threading
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from odin.models import parse_duration
+    from odin.traffic.feed import Feed, NoGenerator, producer
+
+    try:
+        seconds = None if duration is None else parse_duration(duration).total_seconds()
+    except ValueError as e:
+        raise _fail(f"--for: {e}") from None
+    with _registry(env, state_dir) as registry:
+        _platform_engineer(registry, "stream_feed", f"stream:{stream}")
+        record = registry.stream(stream)
+    if record is None:
+        raise _fail(f"STREAM: {stream!r} is not in the catalog; see `odin catalog list`")
+    servers = record.serving_bootstrap_servers
+    try:
+        job = Feed(record, rate, servers, producer(servers))
+        job.create_topics()
+    except NoGenerator as e:
+        raise _fail(str(e)) from None
+    except Exception as e:  # the broker: unreachable, or refusing the topics
+        raise _fail(f"{servers}: {e}; is the stack up (`odin status`)?", code=1) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    total = None if seconds is None else int(rate * seconds)
+    columns = [TextColumn(f"{stream} at {rate:g}/s"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("feed", total=total)
+        try:
+            while not stop.is_set() and (total is None or job.sent < total):
+                job.send_due(total)
+                job.producer.poll(0)
+                bar.update(task, completed=job.counts.delivered)
+                stop.wait(0.1)
+        except KeyboardInterrupt:
+            pass
+        left = job.producer.flush(30)
+        bar.update(task, completed=job.counts.delivered)
+    c = job.counts
+    console.print(f"{stream}: {c.delivered:,} delivered, {c.failed:,} failed, {c.skipped + left:,} not sent")
+    if c.failed or left:
+        raise _fail(f"some events did not reach {servers}: {c.last_error or 'timed out'}", code=1)
 
 
 def _progress(status: Status, message: str) -> None:

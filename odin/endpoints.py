@@ -103,6 +103,10 @@ class Endpoints:
         return f"http://{self._addr('vmalert', 'http')}"
 
     @property
+    def traffic_url(self) -> str:
+        return f"http://{self._addr('traffic', 'http')}"
+
+    @property
     def alertmanager_config(self) -> Path:
         return Path(self._node("alertmanager")["dirs"]["data"]) / "alertmanager.yml"
 

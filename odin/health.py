@@ -97,6 +97,16 @@ def _vmalert(node: Node) -> Health:
     return Health(r.status_code == 200, f"{sum(len(g.get('rules', [])) for g in groups)} rule(s)")
 
 
+def _traffic(node: Node) -> Health:
+    r = _http(f"http://{node['host']}:{node['ports']['http']}/health")
+    doc = r.json()
+    if r.status_code != 200:
+        return Health(False, "; ".join(doc.get("problems", [])) or f"HTTP {r.status_code}")
+    streams = doc.get("streams", {})
+    rates = sorted({s["rate"] for s in streams.values()})
+    return Health(True, f"{len(streams)} stream(s) at {'/'.join(f'{x:g}' for x in rates)} events/s each")
+
+
 CHECKS: dict[str, Callable[[Node], Health]] = {
     "kafka_broker": _kafka,
     "victoria_metrics": _victoria_metrics,
@@ -107,6 +117,7 @@ CHECKS: dict[str, Callable[[Node], Health]] = {
     "airflow": _airflow,
     "alertmanager": _alertmanager,
     "vmalert": _vmalert,
+    "traffic": _traffic,
 }
 
 URLS: dict[str, Callable[[Node], str]] = {
@@ -122,6 +133,7 @@ URLS: dict[str, Callable[[Node], str]] = {
     "airflow": lambda n: f"http://{n['host']}:{n['ports']['http']}",
     "alertmanager": lambda n: f"http://{n['host']}:{n['ports']['http']} (receiver :{n['ports']['receiver']})",
     "vmalert": lambda n: f"http://{n['host']}:{n['ports']['http']}",
+    "traffic": lambda n: f"http://{n['host']}:{n['ports']['http']}/health",
 }
 
 

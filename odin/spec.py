@@ -24,6 +24,7 @@ class Service(StrEnum):
     airflow = "airflow"
     alertmanager = "alertmanager"  # with the platform's webhook receiver, which records alerts in the registry
     vmalert = "vmalert"
+    traffic = "traffic"  # live events on every catalog data stream (odin/traffic/node.py)
 
 
 # A service converged on its own also needs these running.
@@ -32,6 +33,7 @@ REQUIRES: dict[Service, frozenset[Service]] = {
     Service.airflow: frozenset({Service.postgres}),  # its metadata database
     Service.alertmanager: frozenset({Service.postgres}),  # the receiver records alerts in the registry
     Service.vmalert: frozenset({Service.victoria_metrics, Service.alertmanager}),
+    Service.traffic: frozenset({Service.kafka_broker}),
 }
 
 PortName = Literal[
@@ -50,6 +52,7 @@ PortName = Literal[
     "alertmanager",
     "alert_receiver",
     "vmalert",
+    "traffic",
 ]
 Port = Annotated[int, Field(ge=1024, le=65000)]
 DEFAULT_WORKERS = 2
@@ -58,6 +61,10 @@ DEFAULT_WORKERS = 2
 AirflowUser = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]{0,62}$")]
 AirflowRole = Literal["viewer", "user", "op", "admin"]
 DEFAULT_AIRFLOW_USERS: dict[str, AirflowRole] = {"admin": "admin"}
+# Events per second the traffic node sends on each data stream: enough for every minute's window to hold data,
+# little enough for Tansu's memory (it keeps every message: ~145 MB per million, ~200 MB a day at 5/s on 3 streams).
+DEFAULT_TRAFFIC_RATE = 5.0
+TrafficRate = Annotated[float, Field(gt=0, le=10_000)]
 
 
 class StackSpec(BaseModel):
@@ -73,6 +80,15 @@ class StackSpec(BaseModel):
     ports: dict[PortName, Port] = Field(default_factory=dict, description="Overrides of the default ports.")
     airflow_users: dict[AirflowUser, AirflowRole] = Field(
         default_factory=lambda: dict(DEFAULT_AIRFLOW_USERS), min_length=1, description="Airflow's users and roles."
+    )
+    traffic_rate: TrafficRate = Field(
+        DEFAULT_TRAFFIC_RATE, description="Events per second the traffic node sends on each catalog data stream."
+    )
+    airflow_dags_paused: bool = Field(
+        False,
+        description="Whether Airflow pauses DAGs it sees first (its own default). The platform's scheduled DAGs "
+        "(health every minute, platform health, reports) run from the start unless this is set; the test suite "
+        "sets it, so one test's Airflow never heals another test's daggers.",
     )
     state_dir: Path = Field(default_factory=default_state_dir, description="Where state, data, logs and pids live.")
 
@@ -90,6 +106,8 @@ class StackSpec(BaseModel):
             "spark_workers": self.spark_workers,
             "ports": dict(self.ports),
             "airflow_users": dict(self.airflow_users),
+            "traffic_rate": self.traffic_rate,
+            "airflow_dags_paused": self.airflow_dags_paused,
         }
 
 
@@ -99,6 +117,8 @@ class AppliedStack(BaseModel):
     spark_workers: int = DEFAULT_WORKERS
     ports: dict[PortName, Port] = Field(default_factory=dict)
     airflow_users: dict[AirflowUser, AirflowRole] = Field(default_factory=lambda: dict(DEFAULT_AIRFLOW_USERS))
+    traffic_rate: TrafficRate = DEFAULT_TRAFFIC_RATE
+    airflow_dags_paused: bool = False
     services: frozenset[Service] = Field(frozenset(), description="Every service converged so far (--only adds).")
 
     @staticmethod

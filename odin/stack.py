@@ -149,6 +149,8 @@ class Stack:
         services: set[Service] | None,
         ports: dict[str, int] | None,
         airflow_users: dict[str, str] | None = None,
+        traffic_rate: float | None = None,
+        airflow_dags_paused: bool | None = None,
     ) -> StackSpec:
         """Build the spec for `odin up`: flags given win, otherwise what the last `up` applied is kept."""
         applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()
@@ -158,6 +160,8 @@ class Stack:
             "spark_workers": applied.spark_workers if workers is None else workers,
             "ports": {**applied.ports, **(ports or {})},
             "airflow_users": {**applied.airflow_users, **(airflow_users or {})},
+            "traffic_rate": applied.traffic_rate if traffic_rate is None else traffic_rate,
+            "airflow_dags_paused": applied.airflow_dags_paused if airflow_dags_paused is None else airflow_dags_paused,
         }
         if services:
             fields["services"] = frozenset(services)
@@ -207,6 +211,8 @@ class Stack:
             spark_workers=spec.spark_workers,
             ports=spec.ports,
             airflow_users=spec.airflow_users,
+            traffic_rate=spec.traffic_rate,
+            airflow_dags_paused=spec.airflow_dags_paused,
             services=before_services | spec.selected,
         ).save(self.state_dir, self.environment)
         statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
@@ -271,6 +277,8 @@ class Stack:
                 spark_workers=applied.spark_workers,
                 ports=applied.ports,
                 airflow_users=applied.airflow_users,
+                traffic_rate=applied.traffic_rate,
+                airflow_dags_paused=applied.airflow_dags_paused,
             )
             self.terraform.apply(self.terraform.plan(spec.terraform_vars(), destroy=True))
             for sub in ("data", "run", "odin"):

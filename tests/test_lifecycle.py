@@ -9,7 +9,7 @@ import subprocess
 import time
 import uuid
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -86,6 +86,9 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     # (the suite's JDK_JAVA_OPTIONS says the same to every JVM, but through the environment).
     status = read_status(status_path(Path(record.checkpoint)))
     assert status is not None
+    # every window the sink has is closed: the status's watermark (what `make demo` checks against) is past its end
+    assert status.watermark is not None
+    assert status.watermark >= max(datetime.fromisoformat(end) for *_, end in surge_truth(everything))
     jvms = _dagger_jvms(status.run)
     assert len(jvms) == 2 and all(QUICK_JIT in jvm for jvm in jvms), jvms  # the driver's and an executor's
 

@@ -3,11 +3,14 @@ may run what is the triggering user's to be checked, never a param; `loki halt` 
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +149,47 @@ def test_loki_halt_stops_a_run_the_dag_started(
     [last] = SimulationStore(registry).runs(playbook="dag-check")[:1]
     steps = [e.step for e in SimulationStore(registry).entries(last.id)]
     assert last.state == "halted" and "halt.requested" in steps and "fault.reverted" in steps, (last, steps)
+
+
+class Page(HTMLParser):
+    """What a page loads: its images' sources, and any other resource it would fetch (scripts, styles, frames)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.fetches: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "img":
+            self.images.append(found.get("src") or "")
+        elif tag in ("script", "link", "iframe", "embed", "object") and (found.get("src") or found.get("href")):
+            self.fetches.append(f"{tag} {found.get('src') or found.get('href')}")
+
+
+def test_reports_gather_puts_the_runs_on_one_page_that_opens_offline(
+    airflow: Airflow, services: Services, team_cluster: TeamCluster
+) -> None:
+    registry = team_cluster.registry
+    finished = {r.id for r in SimulationStore(registry).runs(state="finished") if r.report}
+    assert finished, "the module's Loki runs come first"
+    admin = airflow.api("admin")
+    admin.wait_for_dag("reports_gather")
+    admin.unpause("reports_gather")  # the test stack's Airflow pauses new DAGs (tests/conftest.py)
+    run = admin.wait("reports_gather", admin.trigger("reports_gather", {}), timeout=300)
+    assert run.state == "success", admin.log("reports_gather", run.run_id, "gather")[-3000:]
+
+    assert services.stack is not None
+    out = services.stack.state_dir / "reports"
+    index = json.loads((out / "index.json").read_text())
+    assert finished <= {r["run"] for r in index["loki_runs"]}
+    run_summary = next(r for r in index["loki_runs"] if r["run"] in finished)
+    assert run_summary["recovery"] and run_summary["verdict"] == "pass"
+    page = Page()
+    page.feed((out / "index.html").read_text())
+    assert not page.fetches  # everything is inline: it opens offline
+    assert len(page.images) >= 2  # at least the trends across runs and the recovery per fault
+    for src in page.images:
+        head, _, data = src.partition(",")
+        assert head == "data:image/png;base64"
+        assert base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n")

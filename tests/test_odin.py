@@ -12,11 +12,18 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from confluent_kafka.admin import AdminClient
+from google.protobuf.message import Message
 
+from odin import catalog, processes
+from odin.airflow_api import AirflowApi
+from odin.catalog import PERF_SUFFIX
 from odin.endpoints import Endpoints
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
@@ -25,6 +32,8 @@ from odin.registry import Registry
 from odin.stack import Stack
 from odin.teams.access import PLATFORM_TEAM
 from odin.teams.actor import login
+from tests.support.kafka import consume_all
+from tests.support.waiting import wait_for
 
 
 def odin(*args: str) -> subprocess.CompletedProcess[str]:
@@ -142,6 +151,7 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
         "airflow",
         "alertmanager",
         "vmalert",
+        "traffic",
     }
     assert [n.name for n in nodes if n.role == "spark_worker"] == ["spark-worker-1", "spark-worker-2"]
     assert all(n.running and n.health.ok for n in nodes), [(n.name, n.health) for n in nodes]
@@ -169,6 +179,72 @@ def test_the_first_up_makes_its_login_the_first_platform_engineer(full_stack: tu
         assert again.returncode == 0 and "first platform engineer" not in again.stdout
         assert registry.members(PLATFORM_TEAM) == [login()]
     finally:
+        registry.close()
+
+
+def tail(bootstrap: str, topics: list[str], proto: str) -> list[Message]:
+    """Every event of those of `topics` the broker has, decoded."""
+    from daggers.events import api_log_pb2, booking_log_pb2, driver_location_pb2
+
+    kinds = {m.DESCRIPTOR.full_name: m for m in (api_log_pb2.ApiLog, booking_log_pb2.BookingLog)}
+    kinds[driver_location_pb2.DriverLocationPing.DESCRIPTOR.full_name] = driver_location_pb2.DriverLocationPing
+    present = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    return [kinds[proto].FromString(m.value()) for t in topics if t in present for m in consume_all(bootstrap, t)]
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> int:
+    return sum(len(consume_all(bootstrap, t)) for t in topics)
+
+
+def test_the_traffic_node_feeds_every_data_stream_live_and_leaves_perf_streams_to_loki(
+    full_stack: tuple[Stack, list[str]],
+) -> None:
+    stack, _ = full_stack
+    where = Endpoints(stack.nodes())
+    streams = catalog.load().streams
+    health = httpx.get(f"{where.traffic_url}/health", timeout=10).json()
+    assert health["ok"] and set(health["streams"]) == {s.name for s in streams}, health
+    for stream in streams:
+        events = tail(where.kafka_bootstrap, stream.topics, stream.proto)
+        assert events, f"{stream.name}: nothing on {stream.topics}"
+        ages = [time.time() - e.event_timestamp.seconds for e in events]  # type: ignore[attr-defined]
+        assert max(ages) < 120 and min(ages) > -5, (stream.name, min(ages), max(ages))
+    perf_topics = [f"{t}{PERF_SUFFIX}" for s in streams for t in s.topics]
+    assert not tail(where.perf_kafka_bootstrap, perf_topics, streams[0].proto)
+
+
+def test_scheduled_dags_run_without_anyone_unpausing_them(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, _ = full_stack
+    where = Endpoints(stack.nodes())
+    api = AirflowApi(where.airflow_url, "admin", where.airflow_password("admin"))
+    # up to two minutes after `odin up`: the DAG processor's first parse, then the minute's schedule
+    done = wait_for(
+        lambda: [r for r in api.runs("dagger_health") if r[1] == "scheduled" and r[2] == "success"],
+        timeout_s=150,
+        what="a scheduled run of dagger_health that succeeded",
+    )
+    assert done
+
+
+def test_odin_feed_sends_live_events_and_only_platform_engineers_may(full_stack: tuple[Stack, list[str]]) -> None:
+    stack, flags = full_stack
+    where = Endpoints(stack.nodes())
+    before = end_offsets(where.kafka_bootstrap, ["api-log"])
+    r = odin("feed", "api-log", "--rate", "500", "--for", "2s", *flags[:2])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "api-log: 1,000 delivered, 0 failed, 0 not sent" in r.stdout
+    assert end_offsets(where.kafka_bootstrap, ["api-log"]) - before >= 1000  # the traffic node adds its own
+    unknown = odin("feed", "no-such-stream", "--for", "1s", *flags[:2])
+    assert unknown.returncode == 2 and "odin catalog list" in unknown.stderr
+    registry = Registry.connect(where.registry_url)
+    try:
+        registry.remove_member(PLATFORM_TEAM, login())
+        refused = odin("feed", "api-log", "--for", "1s", *flags[:2])
+        assert refused.returncode == 2 and "refused" in refused.stderr, refused.stderr
+        newest = registry.history("stream:api-log")[0]
+        assert (newest.actor, newest.action, newest.outcome) == (login(), "stream_feed", "refused")
+    finally:
+        registry.add_member(PLATFORM_TEAM, login())
         registry.close()
 
 
@@ -249,12 +325,25 @@ def test_services_stopped_on_purpose_are_not_reported_down(full_stack: tuple[Sta
     assert all(n.ok and n.managed for n in stack.status())
 
 
-def test_down_leaves_no_process_behind(full_stack: tuple[Stack, list[str]]) -> None:
+def test_down_leaves_no_process_behind_team_clusters_included(full_stack: tuple[Stack, list[str]]) -> None:
+    from odin.cluster.lifecycle import Clusters
+    from odin.cluster.spec import ClusterSpec
+
     stack, flags = full_stack
+    registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
+    try:
+        registry.ensure_team("pricing")
+        clusters = Clusters(registry, stack.state_dir)
+        clusters.create(ClusterSpec(team="pricing", name="main"), login())
+        cluster_groups = [p.pid for n in clusters.nodes("pricing", "main").values() for p in processes.of_node(n)]
+    finally:
+        registry.close()
+    assert len(cluster_groups) == 2 and all(cluster_groups)  # its master and worker
     groups = [pid for pid in pids(stack).values() if pid]
     assert len(groups) >= 10
     r = odin("down", flags[0], flags[1])
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"stopped {len(groups)} process(es)" in r.stdout
-    assert not [g for g in groups if group_alive(g)]
+    assert "team cluster pricing/main stopped" in r.stdout
+    assert not [g for g in groups + cluster_groups if g and group_alive(g)]
     assert odin("status", flags[0], flags[1]).returncode == 1

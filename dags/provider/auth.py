@@ -17,7 +17,7 @@ from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleA
 # health checks, healing and failover, the platform's provisioning, or every team's experiments
 PLATFORM_DAGS = frozenset(
     {"dagger_health", "platform_health", "odin_provision_cluster", "odin_scale_cluster", "odin_destroy_cluster",
-     "loki_chaos"}
+     "loki_chaos", "reports_gather"}
 )  # fmt: skip
 # what a run carries between its tasks and how its tasks ran: the platform's to change, never a team's
 RUN_STATE = frozenset({DagAccessEntity.XCOM, DagAccessEntity.TASK_INSTANCE, DagAccessEntity.RUN})

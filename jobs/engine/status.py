@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from jobs.engine.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates
+from jobs.engine.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates, watermark
 
 STATUS_FILE = "status.json"
 OWNER_FILE = "owner"
@@ -41,6 +41,9 @@ class DaggerStatus(BaseModel):
     processed_rate: float = 0.0
     lag: int = 0  # events beyond the last batch's end, summed over partitions
     lags: dict[str, int] = Field(default_factory=dict)  # "topic/partition" -> its lag at the last batch
+    # the query's event-time watermark after the last batch: windows ending at or before it are final once the next
+    # batch has run (Spark emits what the watermark closed in the batch after the one that moved it)
+    watermark: datetime | None = None
     # since the driver started (jobs/engine/telemetry.py): what health compares between two checks
     malformed: int = 0
     late: int = 0
@@ -65,6 +68,7 @@ class DaggerStatus(BaseModel):
                 "processed_rate": processed_rate,
                 "lag": sum(lags.values()),
                 "lags": {f"{topic}/{partition}": lag for (topic, partition), lag in sorted(lags.items())},
+                "watermark": watermark(progress) or self.watermark,
                 "malformed": self.malformed + malformed,
                 "late": self.late + late_events(progress),
                 "lost": self.lost + lost,

@@ -99,6 +99,12 @@ def malformed_and_lost(progress: dict[str, Any]) -> tuple[int, int]:
     return max(0, consumed - event_rows(progress)), lost
 
 
+def watermark(progress: dict[str, Any]) -> datetime | None:
+    """The query's event-time watermark as the batch left it (None before the first event)."""
+    mark = (progress.get("eventTime") or {}).get("watermark")
+    return datetime.fromisoformat(mark.replace("Z", "+00:00")) if mark else None
+
+
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0, team: str | None = None) -> list[str]:
     """Influx line-protocol points for one progress event: one for the query, one per Kafka partition. `team`
     tags them for alert routing (odin/alerting)."""
@@ -122,9 +128,8 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0,
         "lost_events": f"{lost}i",
         "sink_errors": f"{sink_errors}i",
     }
-    watermark = (progress.get("eventTime") or {}).get("watermark")
-    if watermark:
-        fields["watermark_ms"] = f"{int(datetime.fromisoformat(watermark.replace('Z', '+00:00')).timestamp() * 1000)}i"
+    if (mark := watermark(progress)) is not None:
+        fields["watermark_ms"] = f"{int(mark.timestamp() * 1000)}i"
     body = ",".join(f"{k}={v}" for k, v in fields.items())
     lines.append(f"{MEASUREMENT},{tag} {body} {ts_ns}")
     return lines

@@ -162,6 +162,18 @@ class Clusters:
         record = self._existing(team, name)
         return check_cluster(self.nodes(team, name), record.workers)
 
+    def stop(self, team: str, name: str) -> int:
+        """Stop the cluster's processes (its drivers with their workers), as `odin down` stops its environment's; the
+        registry keeps the cluster as it was, so the first health check after `odin up` heals it. Returns how many
+        nodes it has."""
+        record = self._existing(team, name)
+        nodes = self.nodes(team, name)
+        if nodes:
+            stopped = self._playbook("stop.yml", nodes, self.spec_of(record))
+            if not stopped.ok:
+                raise ClusterError(f"could not stop {team}/{name}: {stopped.failures}")
+        return len(nodes)
+
     def destroy(
         self,
         team: str,

@@ -17,6 +17,7 @@ locals {
     alertmanager     = 9093
     alert_receiver   = 9095 # the platform's webhook receiver, beside Alertmanager
     vmalert          = 8880
+    traffic          = 9097 # the traffic node's health page
   }
   ports = merge(local.default_ports, var.ports)
 
@@ -57,6 +58,10 @@ locals {
       role  = "vmalert"
       ports = { http = local.ports.vmalert }
     }
+    traffic = {
+      role  = "traffic"
+      ports = { http = local.ports.traffic }
+    }
   }
 
   # Platform services reach PostgreSQL as their own roles, with libpq password files the postgres role writes
@@ -78,6 +83,11 @@ locals {
       # Airflow's metadata in its own database on the platform's PostgreSQL, as in production
       metadata_db = "postgresql+psycopg://odin_airflow@${local.pg_address}/airflow?passfile=${local.pg_secrets}/odin_airflow.pgpass"
       users       = join(",", [for u in sort(keys(var.airflow_users)) : "${u}:${var.airflow_users[u]}"])
+      dags_paused = tostring(var.airflow_dags_paused)
+    }
+    traffic = {
+      kafka = "${var.bind_host}:${local.ports.kafka}"
+      rate  = tostring(var.traffic_rate)
     }
   }
 }

@@ -67,6 +67,22 @@ variable "airflow_users" {
   }
 }
 
+variable "airflow_dags_paused" {
+  description = "Whether Airflow pauses the DAGs it sees first. False: the platform's scheduled DAGs run from the start."
+  type        = bool
+  default     = false
+}
+
+variable "traffic_rate" {
+  description = "Events per second the traffic node sends on each catalog data stream."
+  type        = number
+  default     = 5
+  validation {
+    condition     = var.traffic_rate > 0 && var.traffic_rate <= 10000
+    error_message = "traffic_rate must be above 0 and at most 10000 events per second."
+  }
+}
+
 variable "ports" {
   description = "Overrides of the default ports (see locals.default_ports for the names)."
   type        = map(number)
@@ -74,9 +90,9 @@ variable "ports" {
   validation {
     condition = alltrue([for k in keys(var.ports) : contains([
       "kafka", "kafka_perf", "victoria_metrics", "influxdb", "influxdb_rpc", "spark_master", "spark_rest", "spark_master_ui",
-      "spark_worker", "spark_worker_ui", "postgres", "airflow", "alertmanager", "alert_receiver", "vmalert",
+      "spark_worker", "spark_worker_ui", "postgres", "airflow", "alertmanager", "alert_receiver", "vmalert", "traffic",
     ], k)])
-    error_message = "ports keys must be among kafka, kafka_perf, victoria_metrics, influxdb, influxdb_rpc, spark_master, spark_rest, spark_master_ui, spark_worker, spark_worker_ui, postgres, airflow, alertmanager, alert_receiver, vmalert."
+    error_message = "ports keys must be among kafka, kafka_perf, victoria_metrics, influxdb, influxdb_rpc, spark_master, spark_rest, spark_master_ui, spark_worker, spark_worker_ui, postgres, airflow, alertmanager, alert_receiver, vmalert, traffic."
   }
   validation {
     condition     = alltrue([for p in values(var.ports) : p >= 1024 && p <= 65000])

@@ -13,9 +13,9 @@ variable "role" {
   validation {
     condition = contains([
       "kafka_broker", "victoria_metrics", "influxdb", "spark_master", "spark_worker", "postgres", "airflow", "zookeeper",
-      "alertmanager", "vmalert",
+      "alertmanager", "vmalert", "traffic",
     ], var.role)
-    error_message = "role must be one of kafka_broker, victoria_metrics, influxdb, spark_master, spark_worker, postgres, airflow, zookeeper, alertmanager, vmalert."
+    error_message = "role must be one of kafka_broker, victoria_metrics, influxdb, spark_master, spark_worker, postgres, airflow, zookeeper, alertmanager, vmalert, traffic."
   }
 }
 
