@@ -14,7 +14,7 @@ APT_PACKAGES := openjdk-17-jre-headless victoria-metrics influxdb postgresql-15 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROTOS := $(shell find protos -name '*.proto')
 
-.PHONY: help setup apt venv protos jvm buf up down status test demo bench lint fmt lock reference clean
+.PHONY: help setup apt venv protos jvm buf up down status test demo bench lint fmt lock reference dashboards clean
 
 help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -93,6 +93,7 @@ lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m odin.provision.tf fmt -check -recursive terraform
+	$(PY) -m odin.dashboards --check
 
 fmt: venv
 	$(VENV)/bin/ruff format .
@@ -105,6 +106,9 @@ lock: ## re-resolve .ci/requirements.lock (pyspark-client excluded)
 
 reference: venv ## regenerate docs/reference from the models and CLIs
 	$(PY) docs/reference/generate.py
+
+dashboards: venv ## regenerate the Grafana dashboards and provisioning (odin/dashboards/grafana)
+	$(PY) -m odin.dashboards
 
 clean: down ## remove .local state and .venv
 	rm -rf .local $(VENV)
