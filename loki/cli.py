@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ PLAYBOOKS_DIR = playbooks.STANDARD_DIR
 app = typer.Typer(
     help="Loki: chaos and load experiments against perf streams, with exact data-loss reports.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 console = Console()
 err = Console(stderr=True)
@@ -123,50 +124,66 @@ def plan_command(
 def list_command(
     resources: Annotated[bool, typer.Option("--resources", help="Also the environment's resources.")] = False,
     runs: Annotated[bool, typer.Option("--runs", help="Also the runs in the simulation store.")] = False,
-    env: Annotated[str, typer.Option("--env")] = "local",
+    env: Annotated[str, typer.Option("--env", help="The Odin environment.")] = "local",
     state_dir: StateOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout instead of tables.")] = False,
 ) -> None:
     """Standard playbooks, and (--resources) what an experiment in the environment could target."""
-    table = Table(title="playbooks (loki/playbooks)")
-    for column in ("name", "cases", "description"):
-        table.add_column(column)
+    listing: dict[str, list[dict[str, object]]] = {"playbooks": []}
     for path in sorted(PLAYBOOKS_DIR.glob("*.yaml")):
         try:
             book = playbooks.load(path)
         except playbooks.PlaybookError as e:
-            table.add_row(path.stem, "-", f"[red]invalid[/]: {e}")
+            listing["playbooks"].append({"name": path.stem, "cases": None, "invalid": str(e)})
             continue
-        table.add_row(book.name, ", ".join(f"{c.type}" for c in book.cases) or "load", book.description)
-    console.print(table)
-    if not (resources or runs):
-        return
-    nodes, state = environment_nodes(env, state_dir)
-    if not nodes:
-        raise _fail(f"environment {env!r} was never brought up: run `odin up`")
-    registry = connect_registry(nodes)
-    try:
-        if resources:
-            res = Table(title=f"resources of {env}")
-            res.add_column("name")
-            res.add_column("detail")
-            for r in inventory(env, nodes, registry, state):
-                res.add_row(r.name, r.detail)
-            console.print(res)
-        if runs:
-            from loki.store import SimulationStore
+        cases = [c.type for c in book.cases]
+        listing["playbooks"].append({"name": book.name, "cases": cases, "description": book.description})
+    if resources or runs:
+        nodes, state = environment_nodes(env, state_dir)
+        if not nodes:
+            raise _fail(f"environment {env!r} was never brought up: run `odin up`")
+        registry = connect_registry(nodes)
+        try:
+            if resources:
+                listing["resources"] = [
+                    {"name": r.name, "detail": r.detail} for r in inventory(env, nodes, registry, state)
+                ]
+            if runs:
+                from loki.store import SimulationStore
 
-            done = Table(title="runs (simulation store)")
-            for column in ("run", "playbook", "target", "state", "verdict", "score", "started", "report"):
-                done.add_column(column)
-            for r in SimulationStore(registry).runs():
-                target = "/".join(x for x in (r.environment, r.team, r.cluster) if x)
-                started = f"{r.started_at:%Y-%m-%d %H:%M:%S}" if r.started_at else ""
-                done.add_row(
-                    r.id, r.playbook, target, r.state, r.verdict or "", str(r.score or ""), started, r.report or ""
-                )
-            console.print(done)
-    finally:
-        registry.close()
+                listing["runs"] = [
+                    r.model_dump(mode="json", exclude={"spec", "summary"}) for r in SimulationStore(registry).runs()
+                ]
+        finally:
+            registry.close()
+    if as_json:
+        print(json.dumps(listing, indent=2, default=str))
+        return
+    table = Table(title="playbooks (loki/playbooks)")
+    for column in ("name", "cases", "description"):
+        table.add_column(column)
+    for b in listing["playbooks"]:
+        invalid = b.get("invalid")
+        table.add_row(str(b["name"]), "-" if invalid else ", ".join(b["cases"]) or "load",  # type: ignore[arg-type]
+                      f"[red]invalid[/]: {invalid}" if invalid else str(b["description"]))  # fmt: skip
+    console.print(table)
+    if "resources" in listing:
+        res = Table(title=f"resources of {env}")
+        res.add_column("name")
+        res.add_column("detail")
+        for r in listing["resources"]:
+            res.add_row(str(r["name"]), str(r["detail"]))
+        console.print(res)
+    if "runs" in listing:
+        done = Table(title="runs (simulation store)")
+        for column in ("run", "playbook", "target", "state", "verdict", "score", "started", "report"):
+            done.add_column(column)
+        for r in listing["runs"]:
+            target = "/".join(str(x) for x in (r["environment"], r["team"], r["cluster"]) if x)
+            started = str(r["started_at"] or "")[:19].replace("T", " ")
+            done.add_row(str(r["id"]), str(r["playbook"]), target, str(r["state"]), str(r["verdict"] or ""),
+                         str(r["score"] or ""), started, str(r["report"] or ""))  # fmt: skip
+        console.print(done)
 
 
 @app.command()

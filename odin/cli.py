@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -38,7 +39,7 @@ from odin.teams.secrets import TeamSecrets, check
 app = typer.Typer(
     help="Odin provisions the platform: Terraform declares hosts, Ansible configures them.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 console = Console()
 err = Console(stderr=True)
@@ -46,6 +47,7 @@ T = TypeVar("T")
 
 EnvOpt = Annotated[str, typer.Option("--env", help="Environment under terraform/environments/.")]
 StateOpt = Annotated[Path | None, typer.Option("--state-dir", help="State directory (default: $ODIN_HOME or .local).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="JSON on stdout instead of a table.")]
 
 
 def _fail(msg: str, code: int = 2) -> typer.Exit:
@@ -71,6 +73,10 @@ def _parse_ports(ports: list[str]) -> dict[str, int]:
             raise _fail(f"--port {item!r}: expected NAME=NUMBER, e.g. --port kafka=19092")
         out[name.strip()] = int(value)
     return out
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, default=str))
 
 
 def _status_table(nodes: list[NodeStatus], title: str) -> Table:
@@ -196,14 +202,22 @@ def _stop_team_clusters(stack: Stack, say: Callable[[str], None]) -> None:
 
 
 @app.command()
-def status(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+def status(env: EnvOpt = "local", state_dir: StateOpt = None, as_json: JsonOpt = False) -> None:
     """Table of every node: processes, health, URL. Exit code 1 if any is down."""
     stack = Stack(env, state_dir)
     nodes = stack.status()
     if not nodes:
-        console.print("the environment was never brought up: run `odin up`")
+        err.print("the environment was never brought up: run `odin up`")
         raise typer.Exit(1)
-    console.print(_status_table(nodes, f"environment {env}"))
+    if as_json:
+        rows = [
+            {"node": n.name, "role": n.role, "url": n.url, "healthy": n.health.ok, "managed": n.managed,
+             "detail": n.health.detail, "processes": [{"name": p.name, "pid": p.pid} for p in n.processes]}
+            for n in nodes
+        ]  # fmt: skip
+        _print_json(rows)
+    else:
+        console.print(_status_table(nodes, f"environment {env}"))
     if not all(n.ok for n in nodes):
         raise typer.Exit(1)
 
@@ -245,7 +259,7 @@ def catalog_sync_command(env: EnvOpt = "local", state_dir: StateOpt = None) -> N
 
 
 @catalog_app.command("list")
-def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None, as_json: JsonOpt = False) -> None:
     """The streams in the environment's registry: topics, message, schema version."""
     try:
         registry = connect_registry(Stack(env, state_dir).nodes())
@@ -255,6 +269,9 @@ def catalog_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
         streams = registry.streams()
     finally:
         registry.close()
+    if as_json:
+        _print_json([st.model_dump(mode="json") for st in streams])
+        return
     table = Table(title=f"streams ({env})", title_justify="left")
     for col in ("stream", "topics", "message", "schema version", "Kafka", "description"):
         table.add_column(col, overflow="fold")
@@ -351,16 +368,22 @@ def team_add(
 
 
 @team_app.command("list")
-def team_list(env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+def team_list(env: EnvOpt = "local", state_dir: StateOpt = None, as_json: JsonOpt = False) -> None:
     """Teams and their members."""
     with _registry(env, state_dir) as registry:
-        table = Table(title="teams", title_justify="left")
-        table.add_column("team")
-        table.add_column("auto-failover")
-        table.add_column("members")
-        for team in registry.teams():
-            table.add_row(team, "on" if registry.auto_failover(team) else "off", ", ".join(registry.members(team)))
-        console.print(table)
+        teams = [
+            {"team": t, "auto_failover": registry.auto_failover(t), "members": registry.members(t)}
+            for t in registry.teams()
+        ]
+    if as_json:
+        _print_json(teams)
+        return
+    table = Table(title="teams", title_justify="left")
+    for col in ("team", "auto-failover", "members"):
+        table.add_column(col)
+    for t in teams:
+        table.add_row(t["team"], "on" if t["auto_failover"] else "off", ", ".join(t["members"]))
+    console.print(table)
 
 
 secret_app = typer.Typer(help="Team secrets: the values a dagger spec names by environment variable (never logged).")
@@ -401,10 +424,18 @@ def secret_set(
 
 
 @secret_app.command("list")
-def secret_list(team: Annotated[str, typer.Argument()], env: EnvOpt = "local", state_dir: StateOpt = None) -> None:
+def secret_list(
+    team: Annotated[str, typer.Argument(help="The team whose secrets to name.")],
+    env: EnvOpt = "local",
+    state_dir: StateOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """The names of a team's secrets (never their values)."""
     with _team_secrets(team, env, state_dir, "secret_list") as secrets:
         names = secrets.names(team)
+    if as_json:
+        _print_json(names)
+        return
     console.print("\n".join(names) if names else f"team {team} has no secrets")
 
 
@@ -459,7 +490,14 @@ def _cluster_table(records: list[ClusterRecord], title: str) -> Table:
 def cluster_create(
     team: Annotated[str, typer.Argument(help="The team that owns the cluster.")],
     name: Annotated[str, typer.Argument(help="The cluster's name.")],
-    environment: Annotated[str, typer.Option("--environment", help="local or gcp.")] = "local",
+    on: Annotated[
+        str,
+        typer.Option(
+            "--on",
+            help="Where the cluster's hosts are: local (processes on this machine) or gcp. Not --env, which names the "
+            "Odin environment whose registry records the cluster.",
+        ),
+    ] = "local",
     masters: Annotated[int, typer.Option("--masters", help="1: FILESYSTEM recovery; 2+: ZooKeeper.")] = 1,
     workers: Annotated[int, typer.Option("--workers")] = 1,
     worker_cores: Annotated[int, typer.Option("--worker-cores")] = 1,
@@ -468,11 +506,11 @@ def cluster_create(
     state_dir: StateOpt = None,
 ) -> None:
     """Provision a team's Spark cluster: Terraform plan (shown), apply, Ansible, health, registry."""
-    fields = dict(team=team, name=name, environment=environment, masters=masters, workers=workers)
+    fields = dict(team=team, name=name, environment=on, masters=masters, workers=workers)
     try:
         spec = ClusterSpec.model_validate({**fields, "worker_cores": worker_cores, "worker_memory": worker_memory})
     except ValidationError as e:
-        raise _fail(format_errors(e)) from None
+        raise _fail(format_errors(e).replace("environment:", "--on:")) from None
     _print_report(_on_cluster("create", team, name, env, state_dir, lambda c, user: c.create(spec, user)), "created")
 
 
@@ -516,10 +554,14 @@ def cluster_list(
     all_states: Annotated[bool, typer.Option("--all", help="Destroyed clusters too.")] = False,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """The clusters of the registry: state, size, addresses."""
     with _registry(env, state_dir) as registry:
         records = [c for c in registry.clusters(team) if all_states or c.state != "destroyed"]
+    if as_json:
+        _print_json([c.model_dump(mode="json") for c in records])
+        return
     console.print(_cluster_table(records, f"clusters ({env})"))
 
 

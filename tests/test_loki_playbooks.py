@@ -3,6 +3,7 @@ a plan refuses what is outside the blast radius or not a perf topic, and the com
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from datetime import timedelta
@@ -41,6 +42,10 @@ def test_every_standard_playbook_validates() -> None:
     for name in STANDARD:
         book = load(PLAYBOOKS_DIR / f"{name}.yaml")
         assert book.name == name and book.blast_radius
+    listed = subprocess.run([str(BIN_DIR / "loki"), "list", "--json"], capture_output=True, text=True, check=True)
+    assert {b["name"]: b["cases"] for b in json.loads(listed.stdout)["playbooks"]} == {
+        name: [c.type for c in load(PLAYBOOKS_DIR / f"{name}.yaml").cases] for name in STANDARD
+    }
 
 
 @pytest.mark.parametrize(

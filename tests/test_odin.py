@@ -6,6 +6,7 @@ scale down, down.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -75,6 +76,7 @@ def group_alive(pgid: int) -> bool:
         (["--port", "nosuch=2000"], "--port.nosuch"),
         (["--port", "kafka"], "expected NAME=NUMBER"),
         (["--env", "mars"], "no Terraform environment 'mars'"),
+        (["--traffic-rate", "0"], "--traffic-rate: Input should be greater than 0"),
     ],
 )
 def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, args: list[str], expected: str) -> None:
@@ -82,6 +84,13 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, args: list[
     assert r.returncode == 2, r.stdout + r.stderr
     assert expected in " ".join(r.stderr.split()), r.stderr
     assert not (tmp_path / "run").exists() and not (tmp_path / "terraform" / "local" / "terraform.tfstate").exists()
+
+
+def test_a_cluster_placed_nowhere_is_refused_naming_the_flag(tmp_path: Path) -> None:
+    """`--on` is where a cluster's hosts are; `--env` the Odin environment that records it."""
+    r = odin("cluster", "create", "pricing", "main", "--on", "moon", "--state-dir", str(tmp_path))
+    assert r.returncode == 2 and "--on: Input should be 'local' or 'gcp'" in r.stderr, r.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_stack_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
@@ -166,6 +175,8 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
     status = odin("status", "--state-dir", flags[1])
     assert status.returncode == 0
     assert all(n.name in status.stdout for n in nodes)
+    listed = json.loads(odin("status", "--json", "--state-dir", flags[1]).stdout)
+    assert {r["node"]: r["healthy"] for r in listed} == {n.name: True for n in nodes}
 
 
 def test_the_first_up_makes_its_login_the_first_platform_engineer(full_stack: tuple[Stack, list[str]]) -> None:
@@ -173,6 +184,8 @@ def test_the_first_up_makes_its_login_the_first_platform_engineer(full_stack: tu
     registry = Registry.connect(Endpoints(stack.nodes()).registry_url)
     try:
         assert registry.members(PLATFORM_TEAM) == [login()]
+        teams = json.loads(odin("team", "list", "--json", *flags[:2]).stdout)
+        assert teams == [{"team": PLATFORM_TEAM, "auto_failover": False, "members": [login()]}]
         [entry] = registry.history(f"team:{PLATFORM_TEAM}")
         assert (entry.actor, entry.action, entry.outcome) == (login(), "team_add", "ok")
         again = odin("up", "--workers", "2", *flags)  # a later up makes nobody else one
@@ -202,6 +215,8 @@ def test_the_traffic_node_feeds_every_data_stream_live_and_leaves_perf_streams_t
     stack, _ = full_stack
     where = Endpoints(stack.nodes())
     streams = catalog.load().streams
+    listed = json.loads(odin("catalog", "list", "--json", "--state-dir", str(stack.state_dir)).stdout)
+    assert {s["name"] for s in listed} == {t.name for s in streams for t in (s, s.perf_twin())}
     health = httpx.get(f"{where.traffic_url}/health", timeout=10).json()
     assert health["ok"] and set(health["streams"]) == {s.name for s in streams}, health
     for stream in streams:
