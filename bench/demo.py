@@ -256,8 +256,9 @@ def main() -> int:
         chaos_table.add_row(f"{events['acknowledged']:,}", str(events["lost"]), str(events["duplicated"]),
                             case["case"], f"{case['detect_s']}s", f"{case['recover_s']}s", case["verdict"])  # fmt: skip
     if not cases:
+        why = loki.get("reason") or "the run failed (its log above)"
         chaos_table.add_row(f"{events['acknowledged']:,}", str(events["lost"]), str(events["duplicated"]), "-", "-",
-                            "-", f"{loki['verdict']}: {loki.get('reason') or 'the run failed (its log above)'}")  # fmt: skip
+                            "-", f"{loki['verdict']}: {why}")  # fmt: skip
     console.print(chaos_table)
     ok = surge.exact and api.exact and loki["verdict"] == "pass" and surge.windows > 0 and api.windows > 0
     for c in (surge, api):
