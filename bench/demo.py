@@ -64,7 +64,7 @@ FROM data_stream
 GROUP BY TUMBLE(rowtime, INTERVAL '60' SECOND), path, status_code"""
 SURGE_MEASUREMENT, API_TABLE = f"{TEAM}_surge", "api_health"
 FORMS: dict[str, dict[str, Any]] = {  # the trigger form's fields, as alice fills them
-    "surge-demand": {
+    "surge": {
         "stream": "booking-log",
         "sql": SURGE_SQL,
         "sink_type": "influx",
@@ -221,7 +221,7 @@ def main() -> int:
         return read
 
     surge, surge_status = checked(
-        "surge-demand",
+        "surge",
         truth_of("booking-log", demo_check.surge_truth),
         lambda: demo_check.surge_stored(where.victoria_metrics_url, f"{SURGE_MEASUREMENT}_num_of_bookings"),
         int,
