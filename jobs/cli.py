@@ -2,19 +2,24 @@
 
 Every expected failure ends in one message on stderr (what failed, why, what to do) and a non-zero exit: 2 for a bad
 spec, 1 for a failure at run time, 130 when interrupted. `--verbose` adds the full trace, Spark's warnings and the
-dagger's INFO logs; without it Spark's driver log (errors only) goes to a file the message names.
+dagger's INFO logs; without it Spark's driver log (errors only) goes to a file the message names. Commands that list
+(`list`, `status`, `preview`, `validate`) print JSON with `--json`: the tables' data on stdout, nothing else there.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import click
 import typer
@@ -22,12 +27,13 @@ from rich.console import Console
 from rich.table import Table
 
 from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.lifecycle.logs import MAX_POLL_S, MIN_POLL_S, LogType
 from jobs.spec import DaggerSpec, SpecError, json_schema, load_spec, resolve_streams
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-app = typer.Typer(help="Daggers: streaming SQL aggregations over Kafka.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Daggers: streaming SQL aggregations over Kafka.", no_args_is_help=True, add_completion=True)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # no wrapping: a message stays whole for whoever greps it
 log = logging.getLogger("dagger")
@@ -39,6 +45,9 @@ StateOpt = Annotated[Path | None, typer.Option("--state-dir", help="Where checkp
 VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Show Spark's warnings, the dagger's INFO logs and a failure's full trace."),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON on stdout (the tables' data, no markup) instead of tables.")
 ]
 
 
@@ -63,10 +72,26 @@ def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:
     try:
         return plan_dagger(_resolved(load_spec(spec_path), state_dir), state_dir)
     except SpecError as e:
-        err.print(f"[bold red]invalid dagger spec {spec_path}[/]")
-        for line in str(e).splitlines():
-            err.print(f"  {line}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        _invalid(spec_path, e)
+
+
+def _invalid(path: Path, e: SpecError) -> NoReturn:
+    err.print(f"[bold red]invalid dagger spec {path}[/]")
+    for line in str(e).splitlines():
+        err.print(f"  {line}", markup=False, highlight=False)
+    err.print("  Every field is in `dagger schema` and docs/reference/dagger-spec.md.", markup=False, highlight=False)
+    raise typer.Exit(2) from None
+
+
+def _json_value(value: Any) -> Any:
+    """What json.dumps cannot write itself (a preview's timestamps, decimals): ISO dates, else text."""
+    return value.isoformat() if isinstance(value, datetime | date) else str(value)
+
+
+def _print_json(data: Any) -> None:
+    """JSON on stdout, as it is: rich would colour it and take brackets in the data for markup."""
+    sys.stdout.write(json.dumps(data, indent=2, default=_json_value) + "\n")
+    sys.stdout.flush()
 
 
 def _logging(verbose: bool) -> None:
@@ -195,7 +220,7 @@ def _table(rows: list[dict[str, Any]], title: str) -> Table:
 
 
 @app.command()
-def validate(spec: SpecArg) -> None:
+def validate(spec: SpecArg, as_json: JsonOpt = False) -> None:
     """Check a spec (fields, schemas, SQL) without starting Spark."""
     with _failures(None):
         plan = _plan(spec)
@@ -203,10 +228,29 @@ def validate(spec: SpecArg) -> None:
             {"table": s.table, "topics": ", ".join(st.topics), "proto": st.proto, "to Spark": ", ".join(s.columns)}
             for s, st in zip(plan.streams, plan.spec.streams, strict=True)
         ]
+        pushed = [c.describe() for s in plan.streams for c in (*s.computed, *s.filters)]
+        if as_json:
+            shape = plan.shape
+            sink = {"type": plan.spec.sink.type, "keys": list(shape.key_columns), "values": list(shape.value_columns)}
+            _print_json(
+                {
+                    "dagger": plan.spec.qualified_name,
+                    "streams": [
+                        {"table": s.table, "topics": st.topics, "proto": st.proto, "to_spark": list(s.columns)}
+                        for s, st in zip(plan.streams, plan.spec.streams, strict=True)
+                    ],
+                    "output_mode": plan.output_mode,
+                    "spark_sql": plan.query.spark_sql,
+                    "evaluated_in_the_kafka_reader": pushed,
+                    "sink": sink | {"time": shape.time_column},
+                    "valid": True,
+                }
+            )
+            return
         console.print(_table(rows, f"dagger {plan.spec.qualified_name}: streams"))
         console.print(f"[bold]Spark SQL[/] ({plan.output_mode} mode):\n{plan.query.spark_sql}", highlight=False)
-        for pushed in (c for s in plan.streams for c in (*s.computed, *s.filters)):
-            console.print(f"[bold]evaluated in the Kafka reader[/]: {pushed.describe()}", highlight=False)
+        for described in pushed:
+            console.print(f"[bold]evaluated in the Kafka reader[/]: {described}", highlight=False)
         console.print(
             f"[bold]sink[/] {plan.spec.sink.type}: keys {', '.join(plan.shape.key_columns) or '-'}; "
             f"values {', '.join(plan.shape.value_columns) or '-'}; time {plan.shape.time_column or '-'}"
@@ -220,6 +264,7 @@ def preview(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Rows to show.")] = 20,
     recent: Annotated[int, typer.Option("--recent", min=1, help="Latest events read per partition.")] = 10_000,
     verbose: VerboseOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run the query on the most recent events and print the result. Read-only: nothing goes to the sink, to
     dead-letter topics or to consumer groups, and no topic is created."""
@@ -231,12 +276,15 @@ def preview(
     spark_log = _spark_log(plan, "preview", verbose)
     with _failures(plan, verbose, spark_log):
         _reach_brokers(plan, verbose)
-        with console.status("starting Spark and reading recent events"):
+        with (err if as_json else console).status("starting Spark and reading recent events"):
             spark = session_for(plan, log_file=spark_log)
             try:
                 table = run_preview(plan, spark, limit, recent)
             finally:
                 _stop(spark)
+        if as_json:
+            _print_json(table.to_pylist())
+            return
         console.print(_table(table.to_pylist(), f"preview of {plan.spec.qualified_name} ({table.num_rows} rows)"))
 
 
@@ -305,17 +353,19 @@ UserOpt = Annotated[
 
 
 @contextmanager
-def _daggers(state_dir: Path | None) -> Iterator[Any]:
-    """The local environment's registry as Daggers; a refusal or failed deployment is one message and exit 1."""
+def _daggers(state_dir: Path | None, progress: Console = console) -> Iterator[Any]:
+    """The local environment's registry as Daggers, saying its progress on `progress` (stderr where stdout is for
+    JSON or a log); a refusal or failed deployment is one message and exit 1."""
     from jobs.lifecycle.daggers import Daggers, DeployError
+    from jobs.lifecycle.logs import LogUnavailable
     from jobs.lifecycle.submission import SubmissionError
     from odin.environment import opened
     from odin.registry import Refused, RegistryError
 
     try:
         with opened(state_dir=state_dir) as (registry, state):
-            yield Daggers(registry, state, lambda msg: console.print(msg, highlight=False, soft_wrap=True))
-    except (Refused, RegistryError, DeployError, SubmissionError, LookupError) as e:
+            yield Daggers(registry, state, lambda msg: progress.print(msg, highlight=False, soft_wrap=True))
+    except (Refused, RegistryError, DeployError, SubmissionError, LogUnavailable, LookupError) as e:
         what = "refused" if isinstance(e, Refused) else "error"
         err.print(f"[bold red]{what}:[/] ", end="")
         err.print(str(e), markup=False, highlight=False)
@@ -337,8 +387,9 @@ def deploy(
     state_dir: StateOpt = None,
 ) -> None:
     """Deploy to a team cluster (cluster mode, supervised) and wait for the query's first progress."""
+    loaded = _loaded(spec)  # a bad spec says so before the registry is asked
     with _daggers(state_dir) as daggers:
-        record = daggers.deploy(_loaded(spec), cluster, _actor(daggers, user, "dagger_deploy"))
+        record = daggers.deploy(loaded, cluster, _actor(daggers, user, "dagger_deploy"))
     console.print(f"[green]running[/]: {record.qualified_name} on {record.cluster} (driver {record.submission_id})")
 
 
@@ -353,9 +404,10 @@ def update(
     state_dir: StateOpt = None,
 ) -> None:
     """Stop a deployed dagger and redeploy it with the new spec, on its checkpoint when that can serve it."""
+    loaded = _loaded(spec)
     with _daggers(state_dir) as daggers:
         actor = _actor(daggers, user, "dagger_update")
-        record = daggers.update(_loaded(spec), actor, cluster=cluster, reset_state=reset_state)
+        record = daggers.update(loaded, actor, cluster=cluster, reset_state=reset_state)
     console.print(f"[green]running[/]: {record.qualified_name} v{record.spec_version} on {record.cluster}")
 
 
@@ -410,7 +462,9 @@ def switch_stream_command(
     from jobs.health.kafka_failover import switch_stream
 
     if to not in ("failover", "primary"):
-        console.print(f"[red]--to: {to!r} is neither failover nor primary[/]")
+        err.print(
+            f"[bold red]error:[/] --to: {to!r} is neither failover nor primary: give `--to failover` or `--to primary`"
+        )
         raise typer.Exit(2)
     with _daggers(state_dir) as daggers:
         actor = _actor(daggers, user, "stream_switch")
@@ -427,17 +481,24 @@ def switch_stream_command(
 @app.command("list")
 def list_daggers(
     team: Annotated[str | None, typer.Option("--team", help="Only this team's.")] = None,
+    as_json: JsonOpt = False,
     state_dir: StateOpt = None,
 ) -> None:
     """Your teams' deployed daggers (a platform engineer's: every team's): cluster, state, since, input rate, lag,
-    schema versions."""
-    from jobs.lifecycle.tables import daggers_table
+    schema versions, the driver's id, and where Spark shows it (master UI, application, driver log)."""
+    from jobs.lifecycle.tables import daggers_links, daggers_table
     from odin.teams.access import visible_teams
     from odin.teams.actor import login
 
-    with _daggers(state_dir) as daggers:
+    with _daggers(state_dir, err if as_json else console) as daggers:
         teams = visible_teams(daggers.registry, login(), team)
-        console.print(daggers_table(daggers.list(teams)))
+        rows = daggers.list(teams)
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    console.print(daggers_table(rows))
+    for line in daggers_links(rows):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -446,37 +507,115 @@ def status(
     heal: Annotated[
         bool, typer.Option("--heal", help="Act as the dagger_health DAG does: restart, converge, record.")
     ] = False,
+    as_json: JsonOpt = False,
     state_dir: StateOpt = None,
 ) -> None:
-    """Health of team clusters and daggers now: verdict, reasons, driver, progress age, lag, rates, restarts."""
+    """Health of team clusters and daggers now: verdict, reasons, driver and its id, progress age, lag, rates,
+    restarts, and where Spark shows each driver. Exit 1 when a dagger is failed or crashlooping (with --json too)."""
     from jobs.health.checkup import Checkup
-    from jobs.health.tables import health_tables
+    from jobs.health.tables import health_links, health_tables
     from odin.teams.access import require_platform_engineer, visible_teams
     from odin.teams.actor import login
 
-    with _daggers(state_dir) as daggers:
+    with _daggers(state_dir, err if as_json else console) as daggers:
         me = login()
         if heal:  # restarts and moves every team's daggers: the health DAG's job, or a platform engineer's
             require_platform_engineer(daggers.registry, me)
         teams = visible_teams(daggers.registry, me, team)
         checkup = Checkup(daggers.registry, daggers.state_dir, say=daggers.say, teams=teams)
         report = checkup.run(heal=heal, record=heal)
-    for table in health_tables(report):
-        console.print(table)
-    for action in report.actions:
-        console.print(f"action: {action}", highlight=False, soft_wrap=True)
+    if as_json:
+        _print_json(report.model_dump(mode="json"))
+    else:
+        for table in health_tables(report):
+            console.print(table)
+        for line in health_links(report):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        for action in report.actions:
+            console.print(f"action: {action}", highlight=False, soft_wrap=True)
     if any(d.verdict in ("failed", "crashlooping") for d in report.daggers):
         raise typer.Exit(1)
+
+
+REPLACED_WAIT_S = 120.0  # how long `logs --follow` waits for a replacing driver's log (queued for a worker, starting)
+
+
+def _readable(driver_log: Callable[[], Any], interval: float, wait_s: float = REPLACED_WAIT_S) -> Any:
+    """driver_log() once its worker serves the log (a driver just submitted may wait for one), at most `wait_s`."""
+    from jobs.lifecycle.logs import LogUnavailable
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return driver_log()
+        except LogUnavailable:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(interval)
+
+
+@app.command()
+def logs(
+    team: Annotated[str, typer.Argument(help="The dagger's team.")],
+    name: Annotated[str, typer.Argument(help="The dagger's name.")],
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="Then print new lines as they come, until Ctrl-C or the dagger stops."),
+    ] = False,
+    lines: Annotated[int, typer.Option("--lines", "-n", min=0, help="How many of the last lines to print.")] = 100,
+    log_type: Annotated[
+        LogType,
+        typer.Option(
+            "--type", help="stdout: the dagger's own lines (its logging, tracebacks); stderr: Spark's driver JVM log."
+        ),
+    ] = LogType.stdout,
+    interval: Annotated[
+        float, typer.Option("--interval", min=MIN_POLL_S, max=MAX_POLL_S, help="Seconds between polls with --follow.")
+    ] = 1.0,
+    state_dir: StateOpt = None,
+) -> None:
+    """Print a deployed dagger's driver log from its cluster: as the worker running the driver serves it, else from
+    the worker's files on this host. For members of the dagger's team and platform engineers (a refusal is recorded).
+    With --follow, a driver the master relaunches or the platform restarts is followed on; the dagger's stop ends it."""
+    from jobs.lifecycle.daggers import LIVE
+    from jobs.lifecycle.logs import follow as follow_log
+    from jobs.lifecycle.logs import tail
+    from odin.teams.actor import login
+
+    def emit(line: str) -> None:
+        sys.stdout.write(line + "\n")  # as it is: a log's brackets are no markup
+        sys.stdout.flush()
+
+    try:
+        with _daggers(state_dir, err) as daggers:
+            me = login()
+            log = daggers.driver_log(team, name, me, log_type)
+            err.print(
+                f"{team}/{name}: the {log_type} of driver {log.links.driver_id}, from {log.source.where}", markup=False
+            )
+            shown, pos = tail(log.source, lines, partial=not follow)  # a line being written shows once, complete
+            for line in shown:
+                emit(line)
+            while follow:  # each turn follows one driver; a turn ends only when that driver is replaced or ended
+                follow_log(log.source, pos, emit, poll_s=interval, alive=lambda log=log: daggers.driver_alive(log))
+                record = daggers.registry.dagger(team, name)  # driver_alive recorded a relaunched driver's new id
+                if record is None or record.state not in LIVE or record.submission_id in (None, log.links.driver_id):
+                    err.print(f"dagger {team}/{name} is {record.state if record else 'gone'}: its log ends here")
+                    break
+                err.print(f"driver {log.links.driver_id} was replaced by {record.submission_id}: following its log")
+                log, pos = _readable(lambda: daggers.driver_log(team, name, me, log_type), interval), 0
+    except KeyboardInterrupt:  # how a follow ends
+        raise typer.Exit(0) from None
+    except BrokenPipeError:  # `dagger logs ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error as Python flushes at exit
+        raise typer.Exit(0) from None
 
 
 def _loaded(path: Path) -> DaggerSpec:
     try:
         return load_spec(path)
     except SpecError as e:
-        err.print(f"[bold red]invalid dagger spec {path}[/]")
-        for line in str(e).splitlines():
-            err.print(f"  {line}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        _invalid(path, e)
 
 
 @app.command()

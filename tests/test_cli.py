@@ -1,9 +1,11 @@
 """The `dagger` CLI's error boundary and console output: expected failures end in one message and exit 1, never a
-traceback; a stop signal hides no failure of the dagger's own; a preview writes nothing; a run is quiet."""
+traceback, and say what to run next; a stop signal hides no failure of the dagger's own; a preview writes nothing; a
+run is quiet; listings print JSON with --json; the shell completes commands and choices."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -15,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import yaml
 from confluent_kafka.admin import AdminClient
 from py4j.protocol import Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
@@ -26,12 +29,14 @@ from jobs.engine.session import broken_by_signal, root_cause
 from jobs.sinks import SinkError
 from jobs.spec import parse_spec
 from odin.paths import BIN_DIR
+from odin.registry import Registry
+from odin.teams.actor import login
 from odin.traffic.generator import booking_logs, produce
 from tests.support.events import START, surge_truth
 from tests.support.kafka import consume_all, new_topic
 from tests.support.services import Services, TeamDb
 from tests.support.sinks import surge_counts, surge_rows
-from tests.support.specs import spec_file, surge_spec
+from tests.support.specs import catalog_spec, spec_file, surge_spec
 
 BAD_EVENT = b"\xff\xff\xff\xff not a protobuf"
 
@@ -286,3 +291,94 @@ def test_a_stop_signal_hides_no_failure_of_the_daggers_own() -> None:
     ]
     assert [broken_by_signal(e) for e in by_signal] == [True] * len(by_signal)
     assert [broken_by_signal(e) for e in ours] == [False] * len(ours)
+
+
+# -- the CLI's surface: shell completion, --json, errors that say what to run next ------------------------------------
+
+
+def test_the_shell_completes_commands_options_and_choices() -> None:
+    script = dagger("--show-completion", "bash")
+    assert script.returncode == 0 and "_DAGGER_COMPLETE=complete_bash" in script.stdout, script.stdout + script.stderr
+
+    def complete(*words: str) -> list[str]:
+        """What bash's completion function gets for the words typed so far (the last one being completed)."""
+        env = os.environ | {
+            "_DAGGER_COMPLETE": "complete_bash",
+            "COMP_WORDS": " ".join(["dagger", *words]),
+            "COMP_CWORD": str(len(words)),
+        }
+        done = subprocess.run([str(BIN_DIR / "dagger")], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert complete("lo") == ["logs"]
+    assert complete("logs", "--type", "") == ["stdout", "stderr"]
+    assert complete("list", "--js") == ["--json"]
+
+
+def test_listings_print_json_the_same_data_as_their_tables(tmp_path: Path) -> None:
+    for command in ("list", "status", "preview", "validate"):
+        assert "--json" in dagger(command, "--help").stdout, command
+    spec = surge_spec(SimpleNamespace(kafka_bootstrap=f"127.0.0.1:{free_port()}"), "t-json", {"type": "log"})  # type: ignore[arg-type]
+    path = spec_file(spec, tmp_path)
+    as_json, as_table = dagger("validate", "--json", str(path)), dagger("validate", str(path))
+    assert as_json.returncode == as_table.returncode == 0, as_json.stderr + as_table.stderr
+    assert "\x1b[" not in as_json.stdout and as_json.stderr == ""
+    doc = json.loads(as_json.stdout)  # all of stdout is the document
+    assert doc["valid"] and doc["dagger"] == f"tests.{spec['name']}"
+    assert [(s["table"], s["topics"], s["proto"]) for s in doc["streams"]] == [
+        ("data_stream", ["t-json"], "daggers.events.BookingLog")
+    ]
+    table = " ".join(as_table.stdout.split())  # the table wraps long lines
+    assert " ".join(doc["spark_sql"].split()) in table and f"({doc['output_mode']} mode)" in table
+    assert all(f"evaluated in the Kafka reader: {p}" in table for p in doc["evaluated_in_the_kafka_reader"])
+    keys = ", ".join(doc["sink"]["keys"])
+    assert f"sink log: keys {keys}; values {', '.join(doc['sink']['values'])}; time {doc['sink']['time']}" in table
+
+
+def test_preview_prints_its_rows_as_json(services: Services, tmp_path: Path) -> None:
+    topic = new_topic(services, partitions=1)
+    events = list(booking_logs(500, seed=73, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=1)
+    path = spec_file(surge_spec(services, topic, {"type": "log"}), tmp_path)
+    r = dagger("preview", "--json", "--limit", "100000", str(path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert surge_counts(json.loads(r.stdout)) == surge_truth(events)  # all of stdout is the rows
+
+
+def test_a_bad_argument_or_spec_says_what_to_give(tmp_path: Path) -> None:
+    r = dagger("switch-stream", "booking-log", "--to", "sideways")
+    assert r.returncode == 2 and "give `--to failover` or `--to primary`" in r.stderr, r.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\n")
+    for command in (["validate"], ["deploy", "--cluster", "main"], ["update"]):  # before the registry is asked
+        r = dagger(*command, str(bad))
+        assert r.returncode == 2 and "Every field is in `dagger schema`" in r.stderr, r.stderr
+
+
+def test_lifecycle_errors_say_what_to_run_next(services: Services, tmp_path: Path) -> None:
+    """A team of the login's without clusters or daggers: deploying, stopping and reading logs are refused, each
+    saying what to run; its listings are empty, as JSON too."""
+    assert services.stack is not None
+    registry = Registry.connect(services.registry_url)
+    team, state = f"t{uuid.uuid4().hex[:8]}", str(services.stack.state_dir)
+    registry.ensure_team(team)
+    registry.add_member(team, login())
+    try:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(yaml.safe_dump(catalog_spec(team, f"{team}_m", services)))
+        r = dagger("deploy", str(spec), "--cluster", "nope", "--state-dir", state)
+        assert r.returncode == 1 and f"refused: team {team} has no cluster 'nope'" in r.stderr, r.stderr
+        assert f"it has none; a platform engineer makes one with `odin cluster create {team} nope`" in r.stderr
+        for command in (["stop", team, "nothing"], ["logs", team, "nothing"]):
+            r = dagger(*command, "--state-dir", state)
+            assert r.returncode == 1 and r.stdout == "", r.stdout
+            assert f"refused: team {team} has no dagger 'nothing': see `dagger list --team {team}`" in r.stderr
+        listed = dagger("list", "--team", team, "--json", "--state-dir", state)
+        assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout + listed.stderr
+        status = dagger("status", "--team", team, "--json", "--state-dir", state)
+        assert status.returncode == 0, status.stderr
+        doc = json.loads(status.stdout)
+        assert (doc["clusters"], doc["daggers"], doc["actions"]) == ([], [], [])
+    finally:
+        registry.close()

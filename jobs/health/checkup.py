@@ -25,6 +25,7 @@ from jobs.health.cluster_failover import MOVED, fail_over, is_down
 from jobs.health.judge import LEVEL, SIGNALS, DaggerHealth, HealthPolicy, Observation, judge
 from jobs.health.kafka_failover import Side, reachable, readers, switch_stream
 from jobs.lifecycle.daggers import Daggers, DeployError, followed
+from jobs.lifecycle.logs import MasterView, active_master, spark_links
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.sinks.influx import escape_key
 from odin.alerting.alertmanager import post_alert
@@ -48,6 +49,7 @@ class ClusterEntry(BaseModel):
     alive_workers: int
     workers: int
     problems: list[str] = Field(default_factory=list)
+    master_ui: str | None = None  # the active master's UI, or the first recorded one when none answers
     down_checks: int = 0  # checks in a row it could run no dagger (no active master or no worker alive)
     healed: bool | None = None  # None: not attempted
     failed_over_to: str | None = None
@@ -229,7 +231,9 @@ class Checkup:
         clusters = self._clusters()
         verdicts = self._judge_all(clusters, previous)
         alerts = [a for a in self.registry.alerts() if self.teams is None or a.team in self.teams]
-        entries = [_entry(r, h, previous) for r, h in clusters.values()]
+        views = {key: active_master(r.addresses.get("ui_urls", [])) for key, (r, _h) in clusters.items()}
+        verdicts = [_linked(v, clusters, views) for v in verdicts]
+        entries = [_entry(r, h, previous, views[key]) for key, (r, h) in clusters.items()]
         report = HealthReport(
             checked_at=datetime.now(UTC),
             clusters=entries,
@@ -373,7 +377,22 @@ class Checkup:
             self.say(f"health points to {self.metrics_url}: {e}")
 
 
-def _entry(record: ClusterRecord, health: ClusterHealth, previous: HealthReport | None) -> ClusterEntry:
+def _linked(
+    v: DaggerHealth,
+    clusters: dict[tuple[str, str], tuple[ClusterRecord, ClusterHealth]],
+    views: dict[tuple[str, str], MasterView | None],
+) -> DaggerHealth:
+    """The verdict with where Spark shows its driver, from its cluster's active master."""
+    key = (v.team, v.cluster or "")
+    if key not in clusters or v.driver_id is None:
+        return v
+    links = spark_links(views[key], clusters[key][0].addresses.get("ui_urls", []), v.driver_id, v.team, v.name)
+    return v.model_copy(update={"app_ui": links.app_ui, "driver_log_ui": links.log_page()})
+
+
+def _entry(
+    record: ClusterRecord, health: ClusterHealth, previous: HealthReport | None, view: MasterView | None = None
+) -> ClusterEntry:
     before = (
         next((c for c in previous.clusters if (c.team, c.name) == (record.team, record.name)), None)
         if (previous)
@@ -387,5 +406,6 @@ def _entry(record: ClusterRecord, health: ClusterHealth, previous: HealthReport 
         alive_workers=len(health.alive_workers),
         workers=health.workers,
         problems=list(health.problems),
+        master_ui=view.ui if view else next(iter(record.addresses.get("ui_urls", [])), None),
         down_checks=((before.down_checks if before else 0) + 1) if is_down(health) else 0,
     )

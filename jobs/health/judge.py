@@ -77,6 +77,10 @@ class DaggerHealth(BaseModel):
     action: Action = "none"
     run: str | None = None  # the driver run the status file is of
     driver_state: str | None = None
+    driver_id: str | None = None  # the driver's submission id: the master's, else the registry's
+    # where Spark shows the driver (jobs/lifecycle/logs.py), when its cluster's master answers
+    app_ui: str | None = None
+    driver_log_ui: str | None = None
     progress_age_s: float | None = None
     lag: int = 0
     lags: dict[str, int] = Field(default_factory=dict)
@@ -158,6 +162,7 @@ def judge(o: Observation, policy: HealthPolicy) -> DaggerHealth:
         state=record.state,
         verdict="healthy",
         driver_state=o.driver.state if o.driver else None,
+        driver_id=o.driver.submission_id if o.driver else record.submission_id,
         restarts=o.restarts,
         normal_rate=previous.normal_rate if previous else None,
     )

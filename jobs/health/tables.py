@@ -8,6 +8,7 @@ from rich.table import Table
 from jobs.health.checkup import HealthReport
 from jobs.health.cluster_failover import FailoverReport
 from jobs.health.judge import LEVEL
+from jobs.lifecycle.tables import links_line
 
 VERDICT_STYLE = {"healthy": "green", "degraded": "yellow", "failed": "red", "crashlooping": "bold red"}
 
@@ -17,15 +18,18 @@ def health_tables(report: HealthReport) -> list[Table]:
     clusters = Table(title=f"{len(report.clusters)} cluster(s)", title_justify="left")
     for col in ("team", "cluster", "ok", "active master", "workers alive", "problems", "healed"):
         clusters.add_column(col)
+    clusters.add_column("master UI", overflow="fold")
     for c in report.clusters:
         healed = "-" if c.healed is None else ("yes" if c.healed else "no")
         problems = "; ".join(c.problems) or "-"
         ok = "[green]yes[/]" if c.ok else "[red]no[/]"
-        clusters.add_row(c.team, c.name, ok, c.active_master or "-", f"{c.alive_workers}/{c.workers}", problems, healed)
+        workers = f"{c.alive_workers}/{c.workers}"
+        clusters.add_row(c.team, c.name, ok, c.active_master or "-", workers, problems, healed, c.master_ui or "-")
     title = f"{len(report.daggers)} dagger(s), checked {report.checked_at:%H:%M:%S}"
     daggers = Table(title=title, title_justify="left")
-    for col in ("team", "name", "cluster", "verdict", "driver", "progress age", "lag", "in/s", "out/s", "restarts"):
+    for col in ("team", "name", "cluster", "verdict", "driver", "driver id", "progress age", "lag", "in/s", "out/s"):
         daggers.add_column(col)
+    daggers.add_column("restarts")
     daggers.add_column("reasons", overflow="fold")
     for d in sorted(report.daggers, key=lambda d: (-LEVEL[d.verdict], d.team, d.name)):
         daggers.add_row(
@@ -34,6 +38,7 @@ def health_tables(report: HealthReport) -> list[Table]:
             d.cluster or "-",
             f"[{VERDICT_STYLE[d.verdict]}]{d.verdict}[/]",
             d.driver_state or "-",
+            d.driver_id or "-",
             f"{d.progress_age_s:.0f} s" if d.progress_age_s is not None else "-",
             f"{d.lag:,}",
             f"{d.input_rate:,.0f}",
@@ -61,6 +66,16 @@ def health_tables(report: HealthReport) -> list[Table]:
             alerts.add_row(since, a.alertname, severity, a.subject or "-", a.receiver, a.annotations.get("summary", ""))
         tables.append(alerts)
     return tables
+
+
+def health_links(report: HealthReport) -> list[str]:
+    """Where Spark shows each checked dagger's driver, a line each, in the daggers table's order."""
+    masters = {(c.team, c.name): c.master_ui for c in report.clusters}
+    return [
+        links_line(d.qualified_name, d.driver_id, masters.get((d.team, d.cluster or "")), d.app_ui, d.driver_log_ui)
+        for d in sorted(report.daggers, key=lambda d: (-LEVEL[d.verdict], d.team, d.name))
+        if d.driver_id is not None
+    ]
 
 
 def failover_summary(report: FailoverReport) -> str:

