@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 
@@ -11,6 +13,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odin.cluster.secret import rest_token
+from odin.paths import REPO
 from tests.support.services import Services
 from tests.support.waiting import wait_for
 
@@ -87,3 +90,24 @@ def test_spark_master_has_worker_and_rest_endpoint(services: Services) -> None:
     signed = {"Authorization": f"Bearer {rest_token(services.stack.rest_secret_file, 'test')}"}
     # a status query for an unknown driver is a well-formed reply
     assert httpx.get(status, headers=signed).json()["action"] == "SubmissionStatusResponse"
+
+
+def test_an_environment_is_read_by_many_while_terraform_plans_it(services: Services) -> None:
+    """Every Airflow task, health check and CLI reads the environment's nodes (Terraform's outputs) while others plan
+    or apply it: a reader once met a backend file half written by another process's `terraform init`."""
+    assert services.stack is not None
+    state = str(services.stack.state_dir)
+    read = (
+        "import sys; from odin.stack import Stack\n"
+        f"stack = Stack('local', __import__('pathlib').Path({state!r}))\n"
+        "for _ in range(15): assert stack.nodes(), 'no nodes'\n"
+    )
+    plan = (
+        "from pathlib import Path; from odin.stack import Stack\n"
+        f"stack = Stack('local', Path({state!r}))\n"
+        "for _ in range(5): stack.terraform.plan(stack.resolve(None, None, None).terraform_vars())\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, cwd=REPO)
+             for code in (read, read, read, plan)]  # fmt: skip
+    failures = [p.communicate(timeout=600)[1] for p in procs if p.wait(timeout=600) != 0]
+    assert not failures, failures[0][-2000:]

