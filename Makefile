@@ -43,6 +43,9 @@ $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	@# the whole environment, so once is enough: the editable install adds no module to compile.
 	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -r .ci/requirements.lock
 	$(UV) pip install -q --python $(PY) --no-deps -e .
+	@# the build's copy of the metadata: with the repo on PYTHONPATH (Airflow's processes) its entry points would be
+	@# seen twice, the Daggers plugin loaded twice (an import error on Airflow's dashboard); the venv has its own
+	@rm -rf daggers_platform.egg-info
 	@mkdir -p $(STAMPS) && touch $@
 
 protos: $(STAMPS)/protos ## compile protos/ into .local/gen (descriptor set + Python modules)

@@ -38,3 +38,15 @@ def deploy_form(team: str, measurement: str, services: Services, **changes: Any)
         "trigger_interval": "2s",
         "parallelism": 1,
     } | changes
+
+
+def as_user(airflow: Airflow, user: str | None) -> Any:
+    """An HTTP client (httpx) of Airflow's api-server acting as `user` (its bearer token), or anonymous (None)."""
+    import httpx
+
+    from odin.airflow_api import access_token
+
+    headers = {}
+    if user is not None:
+        headers["Authorization"] = f"Bearer {access_token(airflow.url, user, airflow.endpoints.airflow_password(user))}"
+    return httpx.Client(base_url=airflow.url, headers=headers, timeout=60, follow_redirects=False)

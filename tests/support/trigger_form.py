@@ -115,3 +115,12 @@ class TriggerForm:
         button.click()
         WebDriverWait(self.driver, 30).until(lambda d: "/runs/" in d.current_url)
         return unquote(self.driver.current_url.rsplit("/runs/", 1)[1].split("/")[0])
+
+
+def plugin_frame(driver: webdriver.Chrome, url: str, route: str, inside: str) -> None:
+    """Open a plugin's page in Airflow's UI (`/plugin/<route>`) and switch into the frame the UI shows it in, once
+    the frame shows `inside` (a CSS selector)."""
+    driver.get(f"{url}/plugin/{route}")
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "iframe"))
+    driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "iframe"))
+    WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, inside))
