@@ -34,6 +34,7 @@ from jobs.engine.status import DaggerStatus, read_status, status_path
 from jobs.health.checkup import Reports
 from loki.store import SimulationStore
 from odin.airflow_api import AirflowApi, RunState
+from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints
 from odin.environment import opened
 from odin.paths import BIN_DIR
@@ -129,8 +130,12 @@ def status_of(name: str) -> DaggerStatus | None:
 
 
 def provision(engineer: AirflowApi) -> None:
-    with opened() as (registry, _):
+    with opened() as (registry, state):
         ready = {c.name for c in registry.clusters(team=TEAM) if c.state == "ready"}
+        down = [n for n in sorted(ready & CLUSTERS.keys()) if not Clusters(registry, state).check(TEAM, n).ok]
+    if down:  # stopped with the stack (`make down`): the health check heals them, as it would at its next minute
+        run_id = engineer.trigger("dagger_health", {})
+        finished(engineer, "dagger_health", run_id, f"the health check brings back {', '.join(down)}")
     for name, size in CLUSTERS.items():
         if name in ready:
             console.print(f"cluster {TEAM}/{name} is ready")
