@@ -106,7 +106,7 @@ def test_alice_finds_her_dagger_on_the_daggers_page_in_airflows_ui(
     team = team_cluster.team
     with as_user(airflow, "admin") as admin:  # loaded once: a second copy of its entry point is an import error
         assert admin.get("/api/v2/plugins/importErrors").json()["total_entries"] == 0
-        assert [p["name"] for p in admin.get("/api/v2/plugins").json()["plugins"]] == ["daggers"]
+        assert [p["name"] for p in admin.get("/api/v2/plugins").json()["plugins"]].count("daggers") == 1
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with chromium(ARTIFACTS / "daggers-page-failure") as browser:
         TriggerForm(browser, airflow.url).login("alice", airflow.endpoints.airflow_password("alice"))
