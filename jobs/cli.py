@@ -28,7 +28,7 @@ from rich.table import Table
 
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.lifecycle.logs import MAX_POLL_S, MIN_POLL_S, LogType
-from jobs.spec import DaggerSpec, SpecError, json_schema, load_spec, resolve_streams
+from jobs.spec import DaggerSpec, KafkaSettings, SpecError, json_schema, load_spec, resolve_streams
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,16 +56,24 @@ class BrokerUnreachable(RuntimeError):
 
 
 def _resolved(spec: DaggerSpec, state_dir: Path | None) -> DaggerSpec:
-    """Catalog streams (`stream: booking-log`) looked up in the local environment's registry."""
+    """Catalog streams (`stream: booking-log`) looked up in the local environment: its registry, or the reviewed
+    catalog file when it runs none (a partial stack, or none yet)."""
     if all(s.resolved for s in spec.streams):
         return spec
-    from odin.catalog.lookup import registry_streams
+    from odin.catalog.lookup import environment_streams
     from odin.registry import RegistryError
 
     try:
-        return resolve_streams(spec, registry_streams("local", state_dir))
+        source = environment_streams("local", state_dir, KafkaSettings().bootstrap_servers)
+        resolved = resolve_streams(spec, source.lookup)
     except RegistryError as e:
         raise SpecError(f"streams: {e}") from None
+    if not source.registry:
+        err.print(
+            "[dim]streams: from the catalog file odin/catalog/streams.yaml (this environment runs no registry; "
+            "a deploy locks each stream's schema version there)[/]"
+        )
+    return resolved
 
 
 def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:

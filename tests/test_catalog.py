@@ -205,8 +205,15 @@ def test_dagger_validate_resolves_a_catalog_stream_in_the_environment(services: 
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "driver-location-ping" in ok.stdout and "DriverLocationPing" in ok.stdout
     nowhere = {**env, "ODIN_HOME": str(tmp_path / "no-environment")}
+    offline = subprocess.run(
+        [str(BIN_DIR / "dagger"), "validate", str(spec)], capture_output=True, text=True, env=nowhere, timeout=120
+    )
+    assert offline.returncode == 0, offline.stdout + offline.stderr  # the reviewed catalog file, and it says so
+    assert "driver-location-ping" in offline.stdout and "from the catalog file" in offline.stderr
+    stray = spec.read_text().replace("stream: driver-location", "stream: driver-locations")
+    spec.write_text(stray)
     refused = subprocess.run(
         [str(BIN_DIR / "dagger"), "validate", str(spec)], capture_output=True, text=True, env=nowhere, timeout=120
     )
     assert refused.returncode == 2
-    assert "environment 'local' has none: run `odin up`" in refused.stderr, refused.stderr
+    assert "streams.0.stream: no stream 'driver-locations' in the catalog" in refused.stderr, refused.stderr

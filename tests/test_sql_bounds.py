@@ -3,6 +3,7 @@ with the limit it breaks, and free of Spark's variable references, which every s
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -53,18 +54,30 @@ def test_a_dagger_spec_with_a_variable_reference_names_the_sql_field(tmp_path: P
     spec["sql"] = spec["sql"].replace("count(1)", "'${env:HOME}' AS home, count(1)")
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    done = subprocess.run([str(BIN_DIR / "dagger"), "validate", str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN_DIR / "dagger"), "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ODIN_HOME": str(tmp_path)},
+    )
     assert done.returncode != 0
     assert "sql: the SQL contains '${' at line 4" in done.stderr, done.stderr
     assert "/root" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
-def test_the_examples_validate(example: Path) -> None:
+def test_the_examples_validate(example: Path, tmp_path: Path) -> None:
+    """With no environment, their catalog streams resolve from the reviewed catalog file."""
     done = subprocess.run(
-        [str(BIN_DIR / "dagger"), "validate", str(example)], capture_output=True, text=True, timeout=120
+        [str(BIN_DIR / "dagger"), "validate", str(example)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ODIN_HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "from the catalog file odin/catalog/streams.yaml" in done.stderr
 
 
 def test_real_queries_are_well_within_the_limits() -> None:

@@ -1,17 +1,21 @@
-"""Catalog streams as an environment's registry has them: what `dagger` commands resolve `stream:` against."""
+"""Catalog streams as an environment has them: what `dagger` commands resolve `stream:` against."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from odin import catalog
 from odin.endpoints import Endpoints
 from odin.registry import Registry, RegistryError
 from odin.registry.records import StreamRecord
 from odin.stack import Stack
 
+Lookup = Callable[[str], StreamRecord | None]
 
-def registry_streams(environment: str = "local", state_dir: Path | None = None) -> Callable[[str], StreamRecord | None]:
+
+def registry_streams(environment: str = "local", state_dir: Path | None = None) -> Lookup:
     """A lookup of the environment's catalog streams by name; RegistryError says what to do when there is none."""
     try:
         url = Endpoints(Stack(environment, state_dir).nodes()).registry_url
@@ -26,3 +30,50 @@ def registry_streams(environment: str = "local", state_dir: Path | None = None) 
     finally:
         registry.close()
     return streams.get
+
+
+def file_streams(environment: str, environment_kafka: str, environment_perf_kafka: str | None = None) -> Lookup:
+    """The reviewed catalog file's streams, where they would be in `environment` (Catalog.bootstrap_servers), at
+    schema version 0: no registry has locked one."""
+    reviewed = catalog.load()
+    streams = {
+        s.name: StreamRecord(
+            name=s.name,
+            description=s.description,
+            kafka_cluster=s.kafka_cluster,
+            bootstrap_servers=reviewed.bootstrap_servers(s, environment, environment_kafka, environment_perf_kafka),
+            failover_bootstrap_servers=reviewed.failover_bootstrap_servers(s, environment),
+            topics=s.topics,
+            proto=s.proto,
+            perf_twin_of=s.perf_twin_of,
+            schema_version=0,
+        )
+        for s in reviewed.all_streams()
+    }
+    return streams.get
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    lookup: Lookup
+    registry: bool  # False: the catalog file, because the environment runs no registry
+
+
+def environment_streams(environment: str, state_dir: Path | None, default_kafka: str) -> StreamSource:
+    """The registry's streams when the environment runs one; else the catalog file's, on the environment's own
+    brokers (`default_kafka` where it has none yet), so a spec validates, previews and runs on a partial or no stack.
+    Deploys always go through the registry (jobs.lifecycle), which locks each stream's schema version."""
+    where = Endpoints(Stack(environment, state_dir).nodes())
+    try:
+        where.registry_url  # noqa: B018 (a LookupError says there is no registry)
+    except LookupError:
+        try:
+            kafka = where.kafka_bootstrap
+        except LookupError:
+            kafka = default_kafka
+        try:
+            perf: str | None = where.perf_kafka_bootstrap
+        except LookupError:
+            perf = None
+        return StreamSource(file_streams(environment, kafka, perf), registry=False)
+    return StreamSource(registry_streams(environment, state_dir), registry=True)
