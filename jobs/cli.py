@@ -37,6 +37,7 @@ app = typer.Typer(help="Daggers: streaming SQL aggregations over Kafka.", no_arg
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # no wrapping: a message stays whole for whoever greps it
 log = logging.getLogger("dagger")
+MAX_OUTPUT_ROWS = 1000  # `dagger output --last`: a look at the newest rows, not an export
 BROKER_TIMEOUT_S = 10.0  # a stream's brokers must answer this fast before Spark starts
 STARTED = time.time()
 
@@ -366,14 +367,16 @@ def _daggers(state_dir: Path | None, progress: Console = console) -> Iterator[An
     JSON or a log); a refusal or failed deployment is one message and exit 1."""
     from jobs.lifecycle.daggers import Daggers, DeployError
     from jobs.lifecycle.logs import LogUnavailable
+    from jobs.lifecycle.outputs import OutputUnavailable
     from jobs.lifecycle.submission import SubmissionError
     from odin.environment import opened
     from odin.registry import Refused, RegistryError
 
+    failures = (Refused, RegistryError, DeployError, SubmissionError, LogUnavailable, OutputUnavailable, LookupError)
     try:
         with opened(state_dir=state_dir) as (registry, state):
             yield Daggers(registry, state, lambda msg: progress.print(msg, highlight=False, soft_wrap=True))
-    except (Refused, RegistryError, DeployError, SubmissionError, LogUnavailable, LookupError) as e:
+    except failures as e:
         what = "refused" if isinstance(e, Refused) else "error"
         err.print(f"[bold red]{what}:[/] ", end="")
         err.print(str(e), markup=False, highlight=False)
@@ -617,6 +620,32 @@ def logs(
     except BrokenPipeError:  # `dagger logs ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error as Python flushes at exit
         raise typer.Exit(0) from None
+
+
+@app.command()
+def output(
+    team: Annotated[str, typer.Argument(help="The dagger's team.")],
+    name: Annotated[str, typer.Argument(help="The dagger's name.")],
+    last: Annotated[int, typer.Option("--last", "-n", min=1, max=MAX_OUTPUT_ROWS, help="How many rows.")] = 20,
+    as_json: JsonOpt = False,
+    state_dir: StateOpt = None,
+) -> None:
+    """Print a deployed dagger's newest output rows, read where the platform put them: an influx sink's points in
+    the time-series DB, a postgres sink's table in the team's database, a kafka sink's topic. For members of the
+    dagger's team and platform engineers (a refusal is recorded)."""
+    from odin.teams.actor import login
+
+    with _daggers(state_dir, err) as daggers:
+        out = daggers.output(team, name, login(), last)
+    if as_json:
+        _print_json(out.to_dict())
+        return
+    total = f" of {out.total:,}" if out.total is not None else ""
+    err.print(f"{team}/{name}: {len(out.rows)}{total} rows, newest last, from {out.where}", markup=False)
+    if out.rows:
+        console.print(_table([dict(zip(out.columns, row, strict=True)) for row in out.rows], f"{team}/{name}"))
+    else:
+        err.print(out.note, markup=False)
 
 
 def _loaded(path: Path) -> DaggerSpec:

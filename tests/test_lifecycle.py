@@ -82,6 +82,14 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     assert sink_reaches(measurement, services, surge_truth(everything)) == surge_truth(everything)
     series = victoria.export(services.victoria_metrics_url, f"{measurement}_num_of_bookings")
     assert series and {s["metric"].get("team") for s in series} == {team}  # the platform's tag, on every point
+    # `dagger output` reads the same points back: a row per window and tag set, a column per field
+    out = daggers.output(team, "surge", "alice", 1000)
+    rows = [dict(zip(out.columns, row, strict=True)) for row in out.rows]
+    shown = {
+        (int(r["tag_city_id"]), r["tag_s2id"], r["tag_vehicle_type"], r["time"]): r["num_of_bookings"] for r in rows
+    }
+    truth = surge_truth(everything)
+    assert len(shown) == len(rows) == min(1000, len(truth)) and all(truth[k] == n for k, n in shown.items())
     # Its JVMs compile with C1 only (a relaunch's start is what the JIT would slow), on their own command lines
     # (the suite's JDK_JAVA_OPTIONS says the same to every JVM, but through the environment).
     status = read_status(status_path(Path(record.checkpoint)))
@@ -150,6 +158,11 @@ def test_other_teams_are_refused_before_anything_is_touched(services: Services, 
         daggers.deploy(ours, "main", "bob")
     with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
         daggers.stop(team, "surge", "bob")
+    with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
+        daggers.output(team, "surge", "bob", 10)  # another team's results are theirs
+    assert ("bob", "dagger_output", "refused") in {
+        (e.actor, e.action, e.outcome) for e in registry.history(f"dagger:{team}/surge")
+    }
     fields = catalog_spec(team, f"{team}_m", services) | {"name": "intruder"}
     fields["streams"][0]["stream"] = "no-such-stream"
     unknown = parse_spec(fields)
@@ -217,6 +230,16 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
             records = latest_by_key(consume_all(services.kafka_bootstrap, topic))
             sent = sum(json.loads(m.value())["num_of_bookings"] for m in records.values())
         assert (got, sent) == (expected, expected)
+        shown = {}  # what a member sees with `dagger output`: the table's rows, the topic's records
+        for name in specs:
+            cli = [str(BIN_DIR / "dagger"), "output", team, name, "-n", "1000", "--json", "--state-dir", str(state)]
+            done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stdout + done.stderr
+            out = json.loads(done.stdout)
+            rows = [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]
+            keys = ("tag_city_id", "tag_s2id", "tag_vehicle_type", "window_timestamp")
+            shown[name] = sum({tuple(r[k] for k in keys): r["num_of_bookings"] for r in rows}.values())
+        assert shown == {"surge-pg": expected, "surge-kafka": expected} and out["sink"] == "kafka"
         lines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
         assert not [line for line in lines if rotated in line]
         masters = [n for n in Clusters(registry, state).nodes(team, "main").values() if n["role"] == "spark_master"]

@@ -40,9 +40,10 @@ from jobs.lifecycle.logs import (
     local_files,
     spark_links,
 )
-from jobs.lifecycle.placement import Places, confine, missing
+from jobs.lifecycle.outputs import Output, OutputUnavailable, influx_rows, kafka_rows, postgres_rows, proto_decoder
+from jobs.lifecycle.placement import Places, confine, missing, placed_sink
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
-from jobs.spec import DaggerSpec, SpecError
+from jobs.spec import DaggerSpec, InfluxSink, KafkaSink, PostgresSink, SpecError
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.endpoints import Endpoints
@@ -582,6 +583,37 @@ class Daggers:
             return False
         record = followed(self.registry, record)
         return record.state in LIVE and record.submission_id == log.links.driver_id
+
+    # -- output -------------------------------------------------------------------------------------------------
+
+    def output(self, team: str, name: str, actor: str, last: int) -> Output:
+        """The dagger's newest `last` output rows, read where the platform placed its sink, with the team's own
+        credentials: for a member of its team or a platform engineer (a refusal is recorded, as of any action)."""
+        with self.registry.refusals(actor, "dagger_output", f"dagger:{team}/{name}"):
+            record = self._owned(team, name, actor)
+        spec = DaggerSpec.model_validate(record.spec)
+        sink = placed_sink(spec, self.places())
+        if isinstance(sink, InfluxSink):
+            if sink.url is None:
+                raise OutputUnavailable("this environment has no time-series DB")
+            columns, rows = influx_rows(sink.url, sink.measurement, team, last)
+            where, total = f"VictoriaMetrics {sink.url}, measurement {sink.measurement} (team={team})", None
+        elif isinstance(sink, PostgresSink):
+            password = TeamSecrets(self.state_dir).load(team).get(sink.password_env or "")
+            if password is None:
+                raise OutputUnavailable(f"team {team} has no database password yet: its first deploy makes it")
+            columns, rows, total = postgres_rows(sink.dsn, password, sink.table, last)
+            where = f"team {team}'s database, table {sink.table}"
+        elif isinstance(sink, KafkaSink):
+            decode = proto_decoder(sink.proto) if sink.format == "proto" and sink.proto else None
+            columns, rows = kafka_rows(sink.bootstrap_servers, sink.topic, last, decode)
+            where, total = f"Kafka cluster {sink.cluster}, topic {sink.topic}", None
+        else:
+            raise OutputUnavailable(
+                f"dagger {team}/{name} writes its rows to its driver's log: `dagger logs {team} {name}`"
+            )
+        note = "" if rows else "no rows yet: a window is written once the watermark passes its end"
+        return Output(team, name, spec.sink.type, where, columns, rows, note, total)
 
     # -- helpers ------------------------------------------------------------------------------------------------
 

@@ -166,7 +166,8 @@ def _sink_problems(spec: DaggerSpec, places: Places) -> list[str]:
     return []
 
 
-def _placed_sink(spec: DaggerSpec, places: Places, db: TeamDatabase | None) -> Any:
+def placed_sink(spec: DaggerSpec, places: Places) -> Any:
+    """Where the platform puts the spec's sink (for a spec `confine` let through)."""
     team, sink = spec.team, spec.sink
     if isinstance(sink, InfluxSink):
         measurement = sink.measurement or f"{team}_{spec.name}"
@@ -175,7 +176,7 @@ def _placed_sink(spec: DaggerSpec, places: Places, db: TeamDatabase | None) -> A
         cluster = sink.cluster or next(iter(places.kafka_outputs))
         return sink.model_copy(update={"cluster": cluster, "bootstrap_servers": places.kafka_outputs[cluster]})
     if isinstance(sink, PostgresSink):
-        assert db is not None
+        db = places.database(team)
         return sink.model_copy(update={"target": team, "dsn": db.dsn, "password_env": db.password_env})
     return sink
 
@@ -224,7 +225,7 @@ def confine(spec: DaggerSpec, places: Places) -> DaggerSpec:
             "checkpoint_dir": places.checkpoint(team, name),
             "telemetry_url": places.tsdb_url,
             "streams": streams,
-            "sink": _placed_sink(spec, places, db),
+            "sink": placed_sink(spec, places),
         }
     )
 

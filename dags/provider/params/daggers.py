@@ -45,8 +45,9 @@ def form_fields(choices: Choices) -> dict[str, dict[str, Any]]:
             "section": "Sink",
             "type": ["null", "object"],
             "default": None,
-            "description": 'The sink\'s settings, e.g. influx: {"url": ..., "measurement": ...}; kafka: '
-            '{"bootstrap_servers": ..., "topic": ...}; postgres: {"dsn": ..., "table": ...}.',
+            "description": 'The sink\'s settings, e.g. influx: {"measurement": "<team>_surge"} (default '
+            '<team>_<name>); kafka: {"topic": "<team>.surge"}; postgres: {"table": "surge"} (in your team\'s '
+            "database). The platform sets every address and credential.",
         },
         "watermark_delay": {"section": "Advanced", **spec["watermark_delay"]},
         "trigger_interval": {"section": "Advanced", **spec["trigger_interval"]},
