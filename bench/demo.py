@@ -19,6 +19,7 @@ Re-runnable; leaves the stack running (`make down` stops it, team clusters inclu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -43,6 +44,8 @@ from odin.teams.actor import login
 from odin.teams.databases import team_database
 from odin.teams.secrets import TeamSecrets
 
+if not sys.stdout.isatty():  # piped (`make demo | tee`): tables as wide as a log reader's window, not rich's 80
+    os.environ.setdefault("COLUMNS", "140")  # and the CLIs it runs inherit it
 console = Console()
 TEAM, MEMBER = "pricing", "alice"
 CLUSTERS = {
@@ -172,10 +175,10 @@ def chaos(alice: AirflowApi) -> dict[str, Any]:
     return {"run": latest.id, "html": latest.report, **json.loads(report.read_text())}
 
 
-def checked(name: str, truth: Callable[[], tuple[Any, float]], stored: Callable[[], Any], count: Callable[[Any], int]
-            ) -> tuple[demo_check.Comparison, DaggerStatus]:  # fmt: skip
+def checked(name: str, truth: Callable[[bool], tuple[Any, float]], stored: Callable[[], Any],
+            count: Callable[[Any], int]) -> tuple[demo_check.Comparison, DaggerStatus]:  # fmt: skip
     """Wait for closed windows, then compare them: read the watermark, let a later batch write what it closed."""
-    want, first_event_s = truth()
+    _, first_event_s = truth(True)  # the stream's oldest events only
     enough = demo_check.window_end(int(first_event_s)) + (CLOSED_WINDOWS + 1) * demo_check.WINDOW_S
 
     def closed() -> DaggerStatus | None:
@@ -185,7 +188,7 @@ def checked(name: str, truth: Callable[[], tuple[Any, float]], stored: Callable[
 
     seen = wait(closed, f"{name}: {CLOSED_WINDOWS} closed windows (its watermark)")
     after = wait(lambda: (s := status_of(name)) and s.last_batch > seen.last_batch and s, f"{name}: the next batch")
-    want, first_event_s = truth()  # everything up to now: a superset of what the closed windows hold
+    want, first_event_s = truth(False)  # everything up to now: a superset of what the closed windows hold
     return demo_check.compare(name, want, stored(), seen.watermark, first_event_s, count), after
 
 
@@ -217,11 +220,13 @@ def main() -> int:
     db = team_database(TEAM)
     password = TeamSecrets(Stack().state_dir).load(TEAM)[db.password_env]
 
-    def truth_of(stream: str, count: Callable[[list[Any]], Any]) -> Callable[[], tuple[Any, float]]:
-        def read() -> tuple[Any, float]:
+    def truth_of(stream: str, count: Callable[[list[Any]], Any]) -> Callable[[bool], tuple[Any, float]]:
+        def read(first_only: bool) -> tuple[Any, float]:
             s = streams[stream]
-            events = demo_check.read_stream(s.serving_bootstrap_servers, s.topics, demo_check.MESSAGES[s.proto])
-            return count(events), min((e.event_timestamp.seconds for e in events), default=time.time())
+            message = demo_check.MESSAGES[s.proto]
+            events = demo_check.read_stream(s.serving_bootstrap_servers, s.topics, message, first_only=first_only)
+            first = min((e.event_timestamp.seconds for e in events), default=time.time())
+            return (None if first_only else count(events)), first
 
         return read
 

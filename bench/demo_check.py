@@ -43,8 +43,11 @@ class Comparison:
         return not self.missing and not self.unexpected
 
 
-def read_stream(bootstrap: str, topics: list[str], message: type[Message], timeout_s: float = 120) -> list[Message]:
-    """Every event of the topics, each partition read from its start to its end (as of now)."""
+def read_stream(
+    bootstrap: str, topics: list[str], message: type[Message], timeout_s: float = 120, first_only: bool = False
+) -> list[Message]:
+    """Every event of the topics, each partition read from its start to its end (as of now); or, `first_only`, the
+    first event of each partition."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"demo-check-{uuid.uuid4().hex}", "enable.partition.eof": True}
     )
@@ -59,8 +62,10 @@ def read_stream(bootstrap: str, topics: list[str], message: type[Message], timeo
                 err = msg.error()
                 if err is not None and err.code() == KafkaError._PARTITION_EOF:
                     at_end.add((msg.topic(), msg.partition()))
-                elif err is None:
+                elif err is None and (msg.topic(), msg.partition()) not in at_end:
                     events.append(message.FromString(msg.value()))
+                    if first_only:
+                        at_end.add((msg.topic(), msg.partition()))
         if len(at_end) < len(assigned):
             raise RuntimeError(f"{topics}: not read to the end within {timeout_s:.0f}s")
         return events

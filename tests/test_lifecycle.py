@@ -131,6 +131,10 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     assert not [p for p in psutil.process_iter(["cmdline"]) if status.run in (p.info["cmdline"] or [])]
     stop = next(e for e in registry.history(f"dagger:{team}/surge") if e.action == "dagger_stop")  # newest first
     assert stop.detail["processes"] == "gone" or stop.detail["processes"].startswith("killed:"), stop.detail
+    submits = [
+        e.detail.get("spec_version") for e in registry.history(f"dagger:{team}/surge") if e.action == "dagger_submit"
+    ]
+    assert submits == [2, 1]  # newest first: each submission says which version of the spec it ran
     actions = [(e.action, e.outcome) for e in reversed(registry.history(f"dagger:{team}/surge"))]
     assert actions == [
         ("dagger_submit", "ok"),

@@ -19,7 +19,7 @@ import pytest
 from loki.store import SimulationStore
 from odin import processes
 from odin.paths import BIN_DIR, REPO
-from tests.support.airflow import Airflow
+from tests.support.airflow import Airflow, as_user
 from tests.support.loki_runs import ENV, as_platform_engineer, state_args
 from tests.support.services import Services, TeamCluster
 
@@ -114,6 +114,14 @@ def test_loki_chaos_runs_for_a_team_on_its_perf_cluster_and_refuses_the_rest(
     [done] = SimulationStore(registry).runs(playbook="dag-check")[:1]
     assert (done.actor, done.state, done.verdict) == ("alice", "finished", "pass")
     assert done.spec["blast_radius"][0] == f"spark/{team}/{perf_cluster}/*"  # the platform's, not hers
+    # the Daggers page lists the run, with its verdict, to her team and to nobody else's
+    with as_user(airflow, "alice") as page:
+        listing = page.get("/daggers/")
+        assert listing.status_code == 200, listing.text
+        [row] = [r for r in listing.text.split("<tr>") if f"<td>{done.id}</td>" in r]
+        assert "dag-check" in row and f"{team}/{perf_cluster}" in row and "<td>pass</td>" in row
+    with as_user(airflow, "bob") as other:
+        assert f"<td>{done.id}</td>" not in other.get("/daggers/").text
 
 
 def test_loki_halt_stops_a_run_the_dag_started(

@@ -285,13 +285,14 @@ class Daggers:
             }
             # what the team asked is recorded: a restart or a move places it again, where the platform is then
             asked = (plan.asked or spec).model_dump(mode="json")
+            # the same spec again (a restart, a move) is the same version
+            detail["spec_version"] = known.spec_version + (known.spec != asked) if known else 1
             self.registry.put_dagger(
                 DaggerRecord(
                     team=spec.team,
                     name=spec.name,
                     spec=asked,
-                    # the same spec again (a restart, a move) is the same version
-                    spec_version=known.spec_version + (known.spec != asked) if known else 1,
+                    spec_version=detail["spec_version"],
                     checkpoint=str(plan.checkpoint),
                     state="deploying",
                     cluster=cluster,

@@ -116,21 +116,3 @@ def assert_exact(report: dict[str, Any]) -> None:
     assert report["consumers"]["surge"]["events_output"] == report["consumers"]["surge"]["events_expected"]
     assert [c["verdict"] for c in report["cases"]] == ["pass"] * len(report["cases"]), report["cases"]
     assert report["verdict"] == "pass" and report["score"] == 100.0
-
-
-def recorded_run(
-    registry: Registry, team: str, cluster: str, verdict: str, playbook: str = "worker-loss"
-) -> Simulation:
-    """A finished run of a standard playbook on `team`'s `cluster`, in the simulation store as `loki simulate` leaves
-    one (for what lists runs; nothing is run)."""
-    from loki.playbook import STANDARD_DIR, load
-    from loki.store import new_run_id
-
-    book = load(STANDARD_DIR / f"{playbook}.yaml")
-    book = book.model_copy(update={"target": book.target.model_copy(update={"team": team, "cluster": cluster})})
-    store, run_id = SimulationStore(registry), new_run_id()
-    store.start(run_id, book, "alice")
-    store.finish(run_id, "finished", verdict=verdict, score=1.0)
-    found = store.get(run_id)
-    assert found is not None
-    return found

@@ -126,13 +126,7 @@ def _owned_dagger(registry: Any, user: str, team: str, name: str) -> Any:
 
 @dataclass(frozen=True)
 class DaggerItem:
-    team: str
-    name: str
-    cluster: str | None
-    state: str
-    since: datetime | None
-    input_rate: float | None
-    lag: int | None
+    row: Any  # jobs.lifecycle.daggers.DaggerRow: team, name, cluster, state, since, input rate, lag
     verdict: str | None  # the latest health check's
     rates: Series
 
@@ -233,19 +227,7 @@ def _daggers(
     items = []
     for r in rows:
         verdict = health.dagger(r.team, r.name) if health else None
-        items.append(
-            DaggerItem(
-                r.team,
-                r.name,
-                r.cluster,
-                r.state,
-                r.since,
-                r.input_rate,
-                r.lag,
-                verdict.verdict if verdict else None,
-                rates.get(f"{r.team}.{r.name}", []),
-            )
-        )
+        items.append(DaggerItem(r, verdict.verdict if verdict else None, rates.get(f"{r.team}.{r.name}", [])))
     return items
 
 

@@ -186,10 +186,10 @@ _OVERVIEW = """{% extends "base" %}
 {% if page.daggers %}
 <table id="daggers"><tr><th>team</th><th>dagger</th><th>cluster</th><th>state</th><th>health</th><th>since</th>
 <th>input/s</th><th>lag</th><th>input rate, last {{ window }} min</th></tr>
-{% for d in page.daggers %}<tr class="dagger" data-team="{{ d.team }}" data-name="{{ d.name }}">
-<td>{{ d.team }}</td><td><a href="{{ base }}/dagger/{{ d.team|urlpart }}/{{ d.name|urlpart }}">{{ d.name }}</a></td>
-<td>{{ d.cluster or '-' }}</td><td class="state">{{ d.state|badge }}</td><td>{{ d.verdict|badge }}</td>
-<td>{{ d.since|when }}</td><td class="num">{{ d.input_rate|rate }}</td><td class="num">{{ d.lag|count }}</td>
+{% for d in page.daggers %}{% set r = d.row %}<tr class="dagger" data-team="{{ r.team }}" data-name="{{ r.name }}">
+<td>{{ r.team }}</td><td><a href="{{ base }}/dagger/{{ r.team|urlpart }}/{{ r.name|urlpart }}">{{ r.name }}</a></td>
+<td>{{ r.cluster or '-' }}</td><td class="state">{{ r.state|badge }}</td><td>{{ d.verdict|badge }}</td>
+<td>{{ r.since|when }}</td><td class="num">{{ r.input_rate|rate }}</td><td class="num">{{ r.lag|count }}</td>
 <td>{{ d.rates|sparkline }}</td></tr>
 {% endfor %}</table>
 {% else %}<p class="note">No daggers{{ ' of your teams' if page.teams }} yet: deploy one with the
@@ -280,10 +280,11 @@ with that run's fields.{% endif %}</p>
 </div>
 
 <h2>History (spec v{{ page.spec_version }} now)</h2>
-<table id="history"><tr><th>at</th><th>who</th><th>action</th><th>outcome</th><th>message</th></tr>
+<table id="history"><tr><th>at</th><th>who</th><th>action</th><th>spec</th><th>outcome</th><th>message</th></tr>
 {% for e in page.history %}<tr><td>{{ e.at|when }}</td><td>{{ e.actor }}</td><td>{{ e.action }}</td>
+<td>{{ 'v%s' % e.detail.spec_version if e.detail and e.detail.spec_version else '' }}</td>
 <td>{{ e.outcome }}</td><td>{{ e.message or '' }}</td></tr>
-{% else %}<tr><td colspan="5" class="note">nothing recorded</td></tr>{% endfor %}</table>
+{% else %}<tr><td colspan="6" class="note">nothing recorded</td></tr>{% endfor %}</table>
 {% endblock %}"""
 
 _ERROR = """{% extends "base" %}
