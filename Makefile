@@ -91,6 +91,7 @@ bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.dagger_throughput
 	$(PY) -m bench.deploy_latency
 	$(PY) -m bench.loki_playbooks
+	$(PY) -m bench.targets
 
 lint: venv ## ruff + terraform fmt
 	$(VENV)/bin/ruff check .
