@@ -49,7 +49,9 @@ if not sys.stdout.isatty():  # piped (`make demo | tee`): tables as wide as a lo
 console = Console()
 TEAM, MEMBER = "pricing", "alice"
 CLUSTERS = {
-    "main": {"workers": 1, "worker_cores": 4, "worker_memory": "4g"},  # room for both daggers
+    # a dagger takes 2 cores and 2 GB of a worker's (its driver and an executor): room for the demo's two and the two
+    # the README's quickstart adds (cores Spark counts, not the host's: these daggers are mostly idle)
+    "main": {"workers": 1, "worker_cores": 8, "worker_memory": "8g"},
     "perf": {"workers": 2, "worker_cores": 2, "worker_memory": "2g"},  # the worker-loss playbook kills one
 }
 SURGE_SQL = """SELECT city_id AS tag_city_id,

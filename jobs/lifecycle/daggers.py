@@ -74,6 +74,23 @@ RESOURCES = {
     "spark.executor.cores": "1",
 }
 Progress = Callable[[str], None]
+# what a dagger's driver and each executor take from a worker (cores, MB), as RESOURCES asks
+DRIVER_NEEDS = (int(RESOURCES["spark.driver.cores"]), int(RESOURCES["spark.driver.memory"].removesuffix("g")) * 1024)
+EXECUTOR_NEEDS = (
+    int(RESOURCES["spark.executor.cores"]),
+    int(RESOURCES["spark.executor.memory"].removesuffix("g")) * 1024,
+)
+ROOM_WAIT_S = 15.0  # a submission waits this long for cores a stopped dagger frees
+
+
+def _fits(free: list[list[int]], needs: tuple[int, int]) -> bool:
+    """Place `needs` (cores, MB) on the first worker of `free` with room for it, taking it from that worker."""
+    for worker in free:
+        if worker[0] >= needs[0] and worker[1] >= needs[1]:
+            worker[0] -= needs[0]
+            worker[1] -= needs[1]
+            return True
+    return False
 
 
 class DeployError(RuntimeError):
@@ -264,6 +281,7 @@ class Daggers:
                     f"SPEC`) or stop it (`dagger stop {spec.team} {spec.name}`)"
                 )
             record = self._cluster(spec.team, cluster)
+            self._room(spec.team, spec.name, cluster)
             rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
             run = uuid.uuid4().hex[:12]
             # the spec travels as a file of the dagger's own, not on the driver's command line (`ps` shows that)
@@ -524,6 +542,31 @@ class Daggers:
                 )
             )
         return rows
+
+    def _room(self, team: str, name: str, cluster: str) -> None:
+        """Refuse a submission the cluster has no room for (the master would keep its driver waiting, unlaunched,
+        until the deploy gives up): a driver and one executor (RESOURCES) on its live workers' free cores and memory,
+        as its active master counts them. Asked again for a few seconds: a stopped dagger's cores come back soon."""
+        deadline = time.monotonic() + ROOM_WAIT_S
+        while True:
+            view, _ = self._master(team, cluster, {})
+            if view is None:  # no master answers: the submission itself says so
+                return
+            workers = [w for w in view.state.get("workers", []) if w.get("state") == "ALIVE"]
+            free = [[w["cores"] - w["coresused"], w["memory"] - w["memoryused"]] for w in workers]
+            if _fits(free, DRIVER_NEEDS) and _fits(free, EXECUTOR_NEEDS):  # _fits takes what it places
+                return
+            if time.monotonic() > deadline:
+                cores, mb = sum(w["cores"] for w in workers), sum(w["memory"] for w in workers)
+                used = sum(w["coresused"] for w in workers), sum(w["memoryused"] for w in workers)
+                raise Refused(
+                    f"cluster {team}/{cluster} has no room for dagger {name}: a dagger needs a free core and "
+                    f"{DRIVER_NEEDS[1]} MB for its driver on one worker and as much again for an executor; the "
+                    f"cluster's {len(workers)} live worker(s) have {cores - used[0]} of {cores} cores and "
+                    f"{mb - used[1]} of {mb} MB free. Stop a dagger there (`dagger list --team {team}`), or ask a "
+                    f"platform engineer for more workers (`odin cluster scale {team} {cluster} --workers N`)"
+                )
+            time.sleep(1)
 
     def _master(
         self, team: str, cluster: str, seen: dict[str, tuple[MasterView | None, list[str]]]

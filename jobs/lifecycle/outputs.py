@@ -103,8 +103,8 @@ def postgres_rows(dsn: str, password: str, table: str, last: int) -> tuple[list[
     schema, _, name = table.rpartition(".")
     ident = sql.Identifier(schema, name) if schema else sql.Identifier(name)
     try:
-        with psycopg.connect(dsn, password=password, connect_timeout=int(TIMEOUT_S)) as conn:
-            conn.execute("SET statement_timeout = %s", (int(TIMEOUT_S * 1000),))
+        timeout = f"-c statement_timeout={int(TIMEOUT_S * 1000)}"
+        with psycopg.connect(dsn, password=password, connect_timeout=int(TIMEOUT_S), options=timeout) as conn:
             cur = conn.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(ident))
             columns = [c.name for c in cur.description or []]
             order = next((c.name for c in cur.description or [] if c.type_code in TIME_OIDS), None)
