@@ -92,6 +92,7 @@ CHAOS = {"playbook": "worker-loss", "team": TEAM, "cluster": "perf", "rate_scale
          "settle": "300s"}  # fmt: skip
 CLOSED_WINDOWS = 2  # each dagger's check waits for this many closed windows after its stream's first minute
 WAIT_S = 600
+CHAOS_WAIT_S = 1200  # the consumer's deploy, the load, up to `settle` for the steady state, the report
 
 
 def step(title: str) -> None:
@@ -104,10 +105,12 @@ def run(*argv: str) -> None:
         raise SystemExit(f"`{' '.join(argv)}` failed (exit {done.returncode}): see above")
 
 
-def finished(api: AirflowApi, dag: str, run_id: str, what: str, required: bool = True) -> RunState:
+def finished(
+    api: AirflowApi, dag: str, run_id: str, what: str, required: bool = True, timeout_s: float = WAIT_S
+) -> RunState:
     """Wait for the run; on failure show its failed tasks' last log lines, and stop unless not `required`."""
     with console.status(f"{what}: {dag} run {run_id}"):
-        state = api.wait(dag, run_id, timeout=WAIT_S)
+        state = api.wait(dag, run_id, timeout=timeout_s)
     if state.state == "success":
         console.print(f"[green]✓[/] {what} ({dag}, {state.seconds:.0f}s)")
         return state
@@ -170,7 +173,8 @@ def deploy(alice: AirflowApi) -> None:
 def chaos(alice: AirflowApi) -> dict[str, Any]:
     """The run's report (a run that failed has one too, saying why), or what is known without one."""
     started = time.time()
-    finished(alice, "loki_chaos", alice.trigger("loki_chaos", CHAOS), "worker-loss on the perf cluster", False)
+    run_id = alice.trigger("loki_chaos", CHAOS)
+    finished(alice, "loki_chaos", run_id, "worker-loss on the perf cluster", False, CHAOS_WAIT_S)
     with opened() as (registry, _):
         runs = SimulationStore(registry).runs(playbook="worker-loss")[:1]
     latest = runs[0] if runs and runs[0].started_at and runs[0].started_at.timestamp() >= started - 5 else None

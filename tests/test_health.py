@@ -79,8 +79,8 @@ def test_a_running_dagger_with_recent_progress_is_healthy_and_learns_its_normal_
         ),
         ({"driver": DriverStatus("driver-1", "RUNNING", "worker-gone")}, "worker worker-gone is not alive", "restart"),
         (
-            {"driver": DriverStatus("driver-1", "RELAUNCHING"), "cluster": ClusterHealth(1, 1, problems=("w: down",))},
-            "RELAUNCHING on a cluster with problems: w: down",
+            {"driver": DriverStatus("driver-1", "SUBMITTED"), "cluster": ClusterHealth(1, 1, problems=("w: down",))},
+            "SUBMITTED on a cluster with problems: w: down",
             "restart",
         ),
     ],
@@ -89,6 +89,20 @@ def test_a_failed_dagger_says_why_and_what_to_do(fields: dict[str, Any], reason:
     h = judge(observe(**fields), POLICY)
     assert h.verdict == "failed" and reason in h.reasons[0] and h.action == action
     assert h.signals == (["stalled"] if "stalled" in reason else [])
+
+
+def test_a_driver_the_master_relaunched_is_left_to_start_within_the_grace() -> None:
+    """A worker died: the master relaunched its driver as a new one (the old id says RELAUNCHING) before the health
+    check saw the new one start. Restarting it then raced the relaunch for the cluster's cores (make demo's chaos run:
+    the restart was refused for room, and the next check killed the relaunched driver as it was about to run)."""
+    relaunched = {
+        "driver": DriverStatus("driver-1", "RELAUNCHING"),
+        "cluster": ClusterHealth(1, 1, problems=("w: down",)),
+    }
+    first = judge(observe(**relaunched), POLICY)
+    assert (first.verdict, first.action, first.reasons) == ("degraded", "none", ["its driver is RELAUNCHING"])
+    later = judge(observe(**relaunched, previous=first, now=NOW + POLICY.start_grace + timedelta(seconds=1)), POLICY)
+    assert (later.verdict, later.action) == ("failed", "restart") and "RELAUNCHING for over 180 s" in later.reasons[0]
 
 
 def test_past_its_restart_budget_a_failed_dagger_is_crashlooping_once() -> None:

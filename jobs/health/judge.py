@@ -137,7 +137,10 @@ def _failures(o: Observation, policy: HealthPolicy) -> tuple[list[str], Action, 
     if status is not None and status.phase == "failed":
         return [f"its query failed: {status.error[:300]}"], "restart", []
     if driver.state in WAITING:
-        if o.cluster is not None and not o.cluster.ok:
+        # RELAUNCHING: the master has already made a new driver for it (Spark's Master.relaunchDriver), placed or
+        # queued, which the lifecycle follows once it starts: a restart now would only race it for the cluster's
+        # cores. It has `start_grace`, as a queued driver has.
+        if driver.state == "SUBMITTED" and o.cluster is not None and not o.cluster.ok:
             # queued for a worker of a cluster about to be healed: ended now, resubmitted after the heal, rather
             # than left for the master to relaunch at an unknown moment
             problems = "; ".join(o.cluster.problems)

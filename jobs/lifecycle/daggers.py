@@ -465,7 +465,11 @@ class Daggers:
             self.registry.record(actor, action, f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
             raise
         self.registry.set_dagger_state(team, name, "failed")  # submit takes a dagger that is not running
-        deployment = self.submit(plan, target, actor)
+        try:
+            deployment = self.submit(plan, target, actor)
+        except Refused:  # refused before anything was submitted (no room): the dagger is as it was
+            self.registry.set_dagger_state(team, name, record.state, since=record.since)
+            raise
         return self.conclude(deployment, self.wait_started(deployment), action, reason)
 
     def prepare_update(
