@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -159,6 +160,38 @@ def test_run_once_is_quiet_and_still_writes_dead_letters(services: Services, tmp
     assert "batch 0: " in r.stdout and f"done: {len(events)} events" in r.stdout, r.stdout
     assert surge_rows(out_file) == surge_truth(events)
     assert len(consume_all(services.kafka_bootstrap, f"{topic}.dlq")) == bad  # the streaming reader writes them
+
+
+def test_a_python_worker_slower_to_start_than_sparks_fixed_10_s_costs_a_retry_not_the_run(
+    services: Services, tmp_path: Path
+) -> None:
+    """Spark gives the Python process that runs a streaming source 10 s to connect back (PythonWorkerFactory, not
+    configurable). On a busy host it once took longer: the deploy failed ("Timed out while waiting for the Python
+    worker to connect back"). The query is started again instead; a slow start here is a Python that sleeps 12 s
+    the first time it is asked for the source runner."""
+    topic = new_topic(services, partitions=1)
+    events = list(booking_logs(300, seed=74, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, iter(events), partitions=1)
+    marker, python = tmp_path / "slowed", tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *python_streaming_source_runner*) [ -e {marker} ] || {{ touch {marker}; sleep 12; }};; esac\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    out_file = tmp_path / "surge.jsonl"
+    spec = spec_file(surge_spec(services, topic, {"type": "log", "path": str(out_file)}), tmp_path)
+    r = subprocess.run(
+        [str(BIN_DIR / "dagger"), "run", "--once", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": str(python)},
+    )
+    assert marker.exists()  # the slow start happened
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "did not connect back" in r.stdout + r.stderr
+    assert surge_rows(out_file) == surge_truth(events)
 
 
 class Captured(Exception):

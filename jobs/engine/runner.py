@@ -133,6 +133,13 @@ def check_resumable(plan: DaggerPlan) -> None:
                 plan_batch(offsets, extents, unavailable)
 
 
+# Spark waits a fixed 10 s for the Python process that runs a streaming source to connect back (PythonWorkerFactory's
+# simple worker: no setting changes it); on a busy host its start (a Python, pyspark's imports) can take longer. The
+# query is started again from its checkpoint.
+SLOW_WORKER = "Timed out while waiting for the Python worker to connect back"
+WORKER_START_ATTEMPTS = 3
+
+
 def run(
     plan: DaggerPlan,
     spark: SparkSession,
@@ -233,8 +240,23 @@ def run(
             for s, h in previous.items():
                 signal.signal(s, h)
 
+    def started_and_followed(location: Path) -> None:
+        for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+            try:
+                follow(start(location))
+                return
+            except SparkFailure as e:
+                if attempt == WORKER_START_ATTEMPTS or result.stopped or SLOW_WORKER not in str(e.cause):
+                    raise
+                log.warning(
+                    "start: Spark's Python worker for the source did not connect back within Spark's fixed 10 s "
+                    "(a busy host): starting the query again from its checkpoint (attempt %d of %d)",
+                    attempt + 1,
+                    WORKER_START_ATTEMPTS,
+                )
+
     try:
-        follow(start(plan.checkpoint))
+        started_and_followed(plan.checkpoint)
         last = checkpoint.last_committed_batch(plan.checkpoint)
         if not once or result.stopped or last is None:
             return result
