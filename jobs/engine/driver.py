@@ -51,6 +51,8 @@ def main(argv: list[str]) -> int:
     from odin.teams.secrets import TeamSecrets
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for chatty in ("httpx", "py4j"):  # a line per HTTP write and per Spark callback would bury the dagger's own
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     args = _args(argv)
     if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
         logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
