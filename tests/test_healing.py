@@ -29,6 +29,7 @@ from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
 from odin.processes import of_node
 from odin.registry import Registry
+from odin.teams.actor import login
 from odin.traffic.generator import booking_logs, produce
 from tests.support.catalog import catalog_stream, closing_markers
 from tests.support.events import surge_truth
@@ -174,6 +175,7 @@ def test_a_dagger_that_crashes_on_start_is_crashlooping_after_its_budget_with_on
         ]
         assert "its last deployment or restart failed" in entries[-1].message
 
+        registry.add_member(team, login())  # who runs the CLI
         shown = subprocess.run(
             [str(BIN_DIR / "dagger"), "status", "--team", team, "--state-dir", str(team_cluster.state_dir)],
             capture_output=True,

@@ -83,6 +83,11 @@ def test_a_running_dagger_with_recent_progress_is_healthy_and_learns_its_normal_
             "SUBMITTED on a cluster with problems: w: down",
             "restart",
         ),
+        (  # relaunched, but no live worker can run it: ended now, resubmitted after the heal
+            {"driver": DriverStatus("driver-1", "RELAUNCHING"), "cluster": ClusterHealth(1, 1, problems=("w: down",))},
+            "RELAUNCHING on a cluster with problems: w: down",
+            "restart",
+        ),
     ],
 )
 def test_a_failed_dagger_says_why_and_what_to_do(fields: dict[str, Any], reason: str, action: str) -> None:
@@ -95,10 +100,8 @@ def test_a_driver_the_master_relaunched_is_left_to_start_within_the_grace() -> N
     """A worker died: the master relaunched its driver as a new one (the old id says RELAUNCHING) before the health
     check saw the new one start. Restarting it then raced the relaunch for the cluster's cores (make demo's chaos run:
     the restart was refused for room, and the next check killed the relaunched driver as it was about to run)."""
-    relaunched = {
-        "driver": DriverStatus("driver-1", "RELAUNCHING"),
-        "cluster": ClusterHealth(1, 1, problems=("w: down",)),
-    }
+    cluster = ClusterHealth(1, 2, "m", alive_workers=frozenset({"127.0.0.1:7101"}), problems=("worker-2: down",))
+    relaunched = {"driver": DriverStatus("driver-1", "RELAUNCHING"), "cluster": cluster}
     first = judge(observe(**relaunched), POLICY)
     assert (first.verdict, first.action, first.reasons) == ("degraded", "none", ["its driver is RELAUNCHING"])
     later = judge(observe(**relaunched, previous=first, now=NOW + POLICY.start_grace + timedelta(seconds=1)), POLICY)

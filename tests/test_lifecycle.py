@@ -29,7 +29,6 @@ from odin.cluster.secret import rest_token, secret_file
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
 from odin.registry import Refused, Registry
-from odin.registry.records import DaggerRecord
 from odin.teams.actor import login
 from odin.teams.databases import team_database
 from odin.teams.secrets import TeamSecrets
@@ -192,22 +191,6 @@ def test_a_dagger_the_cluster_has_no_room_for_is_refused_at_once_saying_what_to_
     assert time.monotonic() - began < 60 and f"odin cluster scale {team} tiny --workers N" in str(refused.value)
     assert registry.dagger(team, "surge") is None  # nothing recorded as deployed, nothing submitted
     assert ("dagger_submit", "refused") in {(e.action, e.outcome) for e in registry.history(f"dagger:{team}/surge")}
-
-    # the health check's restart of a dagger there is refused the same way, and leaves the dagger as it was (a
-    # `failed` left behind made the next check kill the driver the master had meanwhile relaunched)
-    daggers = Daggers(registry, services.stack.state_dir)  # type: ignore[union-attr]
-    placed = daggers.places().checkpoint(team, "surge")
-    registry.put_dagger(
-        DaggerRecord(
-            team=team, name="surge", spec=spec.model_dump(mode="json"), spec_version=1, checkpoint=str(placed),
-            state="running", cluster="tiny", submission_id="driver-relaunched",
-        )
-    )  # fmt: skip
-    before = registry.dagger(team, "surge")
-    with pytest.raises(Refused, match="has no room"):
-        daggers.restart(team, "surge", "odin-health", "its driver's worker is not alive")
-    after = registry.dagger(team, "surge")
-    assert after is not None and before is not None and (after.state, after.since) == ("running", before.since)
 
 
 def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamCluster) -> None:

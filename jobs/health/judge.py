@@ -137,10 +137,11 @@ def _failures(o: Observation, policy: HealthPolicy) -> tuple[list[str], Action, 
     if status is not None and status.phase == "failed":
         return [f"its query failed: {status.error[:300]}"], "restart", []
     if driver.state in WAITING:
-        # RELAUNCHING: the master has already made a new driver for it (Spark's Master.relaunchDriver), placed or
-        # queued, which the lifecycle follows once it starts: a restart now would only race it for the cluster's
-        # cores. It has `start_grace`, as a queued driver has.
-        if driver.state == "SUBMITTED" and o.cluster is not None and not o.cluster.ok:
+        # RELAUNCHING: the master has already made a new driver for it (Spark's Master.relaunchDriver), which the
+        # lifecycle follows once it starts. With a live worker to run it, a restart would only race it for the
+        # cluster's cores: it has `start_grace`, as a queued driver has. With none, it waits for the heal.
+        relaunched_somewhere = driver.state == "RELAUNCHING" and o.cluster is not None and bool(o.cluster.alive_workers)
+        if not relaunched_somewhere and o.cluster is not None and not o.cluster.ok:
             # queued for a worker of a cluster about to be healed: ended now, resubmitted after the heal, rather
             # than left for the master to relaunch at an unknown moment
             problems = "; ".join(o.cluster.problems)

@@ -268,7 +268,9 @@ class Daggers:
 
     # -- deploy -------------------------------------------------------------------------------------------------
 
-    def submit(self, plan: DaggerPlan, cluster: str, actor: str, *, reset_checkpoint: bool = False) -> Deployment:
+    def submit(
+        self, plan: DaggerPlan, cluster: str, actor: str, *, reset_checkpoint: bool = False, room: bool = True
+    ) -> Deployment:
         """Submit the checked plan's driver. The registry records the dagger as `deploying` before the driver exists,
         and a driver whose submission is not recorded is killed: nothing runs that the registry does not know of."""
         spec = plan.spec
@@ -281,7 +283,8 @@ class Daggers:
                     f"SPEC`) or stop it (`dagger stop {spec.team} {spec.name}`)"
                 )
             record = self._cluster(spec.team, cluster)
-            self._room(spec.team, spec.name, cluster)
+            if room:
+                self._room(spec.team, spec.name, record)
             rest = SparkRest(record.addresses.get("rest_urls", []), self._token(spec.team, cluster, actor))
             run = uuid.uuid4().hex[:12]
             # the spec travels as a file of the dagger's own, not on the driver's command line (`ps` shows that)
@@ -465,11 +468,9 @@ class Daggers:
             self.registry.record(actor, action, f"dagger:{team}/{name}", "refused", f"{reason}: {e}")
             raise
         self.registry.set_dagger_state(team, name, "failed")  # submit takes a dagger that is not running
-        try:
-            deployment = self.submit(plan, target, actor)
-        except Refused:  # refused before anything was submitted (no room): the dagger is as it was
-            self.registry.set_dagger_state(team, name, record.state, since=record.since)
-            raise
+        # no room check: the old run's driver, which the master may have relaunched meanwhile, holds its cores until
+        # it finds the checkpoint claimed by this submission and exits; until then the master queues this one
+        deployment = self.submit(plan, target, actor, room=False)
         return self.conclude(deployment, self.wait_started(deployment), action, reason)
 
     def prepare_update(
@@ -547,16 +548,20 @@ class Daggers:
             )
         return rows
 
-    def _room(self, team: str, name: str, cluster: str) -> None:
+    def _room(self, team: str, name: str, cluster: ClusterRecord) -> None:
         """Refuse a submission the cluster has no room for (the master would keep its driver waiting, unlaunched,
         until the deploy gives up): a driver and one executor (RESOURCES) on its live workers' free cores and memory,
-        as its active master counts them. Asked again for a few seconds: a stopped dagger's cores come back soon."""
+        as its active master counts them. Asked again for a few seconds: a stopped dagger's cores come back soon.
+        Only a whole cluster is judged: while a worker is down or coming back (a heal), the master queues the driver
+        for it."""
         deadline = time.monotonic() + ROOM_WAIT_S
         while True:
-            view, _ = self._master(team, cluster, {})
+            view, _ = self._master(team, cluster.name, {})
             if view is None:  # no master answers: the submission itself says so
                 return
             workers = [w for w in view.state.get("workers", []) if w.get("state") == "ALIVE"]
+            if len(workers) < cluster.workers:
+                return
             free = [[w["cores"] - w["coresused"], w["memory"] - w["memoryused"]] for w in workers]
             if _fits(free, DRIVER_NEEDS) and _fits(free, EXECUTOR_NEEDS):  # _fits takes what it places
                 return
@@ -564,11 +569,11 @@ class Daggers:
                 cores, mb = sum(w["cores"] for w in workers), sum(w["memory"] for w in workers)
                 used = sum(w["coresused"] for w in workers), sum(w["memoryused"] for w in workers)
                 raise Refused(
-                    f"cluster {team}/{cluster} has no room for dagger {name}: a dagger needs a free core and "
+                    f"cluster {team}/{cluster.name} has no room for dagger {name}: a dagger needs a free core and "
                     f"{DRIVER_NEEDS[1]} MB for its driver on one worker and as much again for an executor; the "
                     f"cluster's {len(workers)} live worker(s) have {cores - used[0]} of {cores} cores and "
                     f"{mb - used[1]} of {mb} MB free. Stop a dagger there (`dagger list --team {team}`), or ask a "
-                    f"platform engineer for more workers (`odin cluster scale {team} {cluster} --workers N`)"
+                    f"platform engineer for more workers (`odin cluster scale {team} {cluster.name} --workers N`)"
                 )
             time.sleep(1)
 

@@ -221,7 +221,7 @@ class Registry:
     def set_dagger_state(self, team: str, name: str, state: DaggerState, **values: Any) -> None:
         where = (daggers.c.team == team, daggers.c.name == name)
         with self.engine.begin() as conn:
-            conn.execute(update(daggers).where(*where).values(state=state, **({"since": func.now()} | values)))
+            conn.execute(update(daggers).where(*where).values(state=state, since=func.now(), **values))
 
     # -- streams and their schemas -----------------------------------------------------------------------------
 
