@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
+
+
+def literal(value: str) -> str:
+    """`value` as the content of a MetricsQL string literal."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def any_of(values: list[str]) -> str:
+    """A MetricsQL regex string's content matching exactly one of `values`."""
+    return literal("|".join(re.escape(v) for v in values))
 
 
 def flush(vm: str) -> None:

@@ -22,6 +22,7 @@ from google.protobuf.json_format import MessageToDict
 from psycopg import sql
 
 from jobs.events.protobuf import find_message
+from odin import victoria
 
 TIMEOUT_S = 10.0  # per read: a CLI must not hang on a sink that does not answer
 LOOKBACK_S = 24 * 3600  # an influx sink's points are looked for this far back
@@ -57,18 +58,14 @@ class Output:
         }
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def influx_rows(vm: str, measurement: str, team: str, last: int, now: float | None = None) -> tuple[list[str], list]:
     """The measurement's points of the last day as rows: `time`, its tags, then a column per field (VictoriaMetrics
     stores field F of measurement M as the metric `M_F`, tags as labels; the platform's `team` tag is left out)."""
     end = now or datetime.now(UTC).timestamp()
-    match = f'{{__name__=~"{_label(measurement)}_.+",team="{_label(team)}"}}'
+    match = f'{{__name__=~"{victoria.any_of([measurement])}_.+",team="{victoria.literal(team)}"}}'
     params = {"match[]": match, "start": int(end - LOOKBACK_S), "end": int(end) + 1}
     try:
-        httpx.get(f"{vm}/internal/force_flush", timeout=TIMEOUT_S)  # points of the last seconds, too
+        victoria.flush(vm)  # points of the last seconds, too
         points: dict[tuple[int, tuple[tuple[str, str], ...]], dict[str, float]] = {}
         fields: set[str] = set()
         tags: set[str] = set()

@@ -11,7 +11,6 @@ you asking about" (NotFound) and "not yours" (Forbidden) end a request.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from odin import victoria
 
 ENVIRONMENT = "local"  # the Odin environment this Airflow belongs to (its ODIN_HOME)
 RATE_WINDOW_S, RATE_STEP_S = 30 * 60, 30  # the sparkline: input rate over the last half hour
@@ -276,20 +277,11 @@ def _loki_runs(registry: Any, teams: set[str] | None, problems: list[str]) -> li
 # -- the TSDB ---------------------------------------------------------------------------------------------------
 
 
-def _label(value: str) -> str:
-    """A MetricsQL string literal's content."""
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _regex(values: list[str]) -> str:
-    return _label("|".join(re.escape(v) for v in values))
-
-
 def input_rates(vm: str, teams: list[str], now: float | None = None) -> dict[str, Series]:
     """Each dagger's input rate (events/s) over the last half hour, keyed by its telemetry name `<team>.<name>`: one
     range query for all of the teams' daggers."""
     end = now or time.time()
-    expr = f'max by (dagger) (dagger_metrics_input_rate{{team=~"{_regex(teams)}"}})'
+    expr = f'max by (dagger) (dagger_metrics_input_rate{{team=~"{victoria.any_of(teams)}"}})'
     params = {"query": expr, "start": end - RATE_WINDOW_S, "end": end, "step": f"{RATE_STEP_S}s"}
     r = httpx.get(f"{vm}/api/v1/query_range", params=params, timeout=TSDB_TIMEOUT_S)
     r.raise_for_status()
@@ -305,7 +297,7 @@ def outputs(vm: str, measurement: str, team: str, now: float | None = None) -> d
     """An influx sink's output: each field of `measurement`, summed over its tags' series at each point's time (a
     window's end), over the last hours. Points are read back as written (VictoriaMetrics' export), not resampled."""
     end = now or time.time()
-    match = f'{{__name__=~"{_regex([measurement])}_.+",team="{_label(team)}"}}'
+    match = f'{{__name__=~"{victoria.any_of([measurement])}_.+",team="{victoria.literal(team)}"}}'
     params = {"match[]": match, "start": int(end - OUTPUT_WINDOW_S), "end": int(end)}
     with httpx.stream("GET", f"{vm}/api/v1/export", params=params, timeout=TSDB_TIMEOUT_S * 2) as r:
         r.raise_for_status()
