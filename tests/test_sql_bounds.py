@@ -49,18 +49,20 @@ def test_variable_references_are_refused_with_the_reason(sql: str) -> None:
     assert "'${'" in message and "variable" in message and "concat('$', '{')" in message
 
 
+def validate(spec: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """`dagger validate` in an environment of its own (`home`): nothing of a running stack's."""
+    env = {**os.environ, "ODIN_HOME": str(home)}
+    return subprocess.run(
+        [str(BIN_DIR / "dagger"), "validate", str(spec)], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
 def test_a_dagger_spec_with_a_variable_reference_names_the_sql_field(tmp_path: Path) -> None:
     spec = yaml.safe_load((EXAMPLES / "surge-demand.yaml").read_text())
     spec["sql"] = spec["sql"].replace("count(1)", "'${env:HOME}' AS home, count(1)")
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    done = subprocess.run(
-        [str(BIN_DIR / "dagger"), "validate", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "ODIN_HOME": str(tmp_path)},
-    )
+    done = validate(path, tmp_path)
     assert done.returncode != 0
     assert "sql: the SQL contains '${' at line 4" in done.stderr, done.stderr
     assert "/root" not in done.stdout + done.stderr
@@ -69,13 +71,7 @@ def test_a_dagger_spec_with_a_variable_reference_names_the_sql_field(tmp_path: P
 @pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_the_examples_validate(example: Path, tmp_path: Path) -> None:
     """With no environment, their catalog streams resolve from the reviewed catalog file."""
-    done = subprocess.run(
-        [str(BIN_DIR / "dagger"), "validate", str(example)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "ODIN_HOME": str(tmp_path)},
-    )
+    done = validate(example, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "from the catalog file odin/catalog/streams.yaml" in done.stderr
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odin import catalog
+from odin.catalog.sync import stream_record
 from odin.endpoints import Endpoints
 from odin.registry import Registry, RegistryError
 from odin.registry.records import StreamRecord
@@ -24,6 +25,10 @@ def registry_streams(environment: str = "local", state_dir: Path | None = None) 
             f"catalog streams are resolved in the platform registry, and environment {environment!r} has none: "
             "run `odin up` (or give the stream's topics and proto)"
         ) from None
+    return _registry_lookup(url)
+
+
+def _registry_lookup(url: str) -> Lookup:
     registry = Registry.connect(url)
     try:
         streams = {s.name: s for s in registry.streams()}
@@ -37,16 +42,13 @@ def file_streams(environment: str, environment_kafka: str, environment_perf_kafk
     schema version 0: no registry has locked one."""
     reviewed = catalog.load()
     streams = {
-        s.name: StreamRecord(
-            name=s.name,
-            description=s.description,
-            kafka_cluster=s.kafka_cluster,
-            bootstrap_servers=reviewed.bootstrap_servers(s, environment, environment_kafka, environment_perf_kafka),
-            failover_bootstrap_servers=reviewed.failover_bootstrap_servers(s, environment),
-            topics=s.topics,
-            proto=s.proto,
-            perf_twin_of=s.perf_twin_of,
-            schema_version=0,
+        s.name: stream_record(
+            s,
+            (
+                reviewed.bootstrap_servers(s, environment, environment_kafka, environment_perf_kafka),
+                reviewed.failover_bootstrap_servers(s, environment),
+            ),
+            0,
         )
         for s in reviewed.all_streams()
     }
@@ -59,21 +61,21 @@ class StreamSource:
     registry: bool  # False: the catalog file, because the environment runs no registry
 
 
+def _or_none(address: Callable[[], str]) -> str | None:
+    try:
+        return address()
+    except LookupError:  # the environment has no such node
+        return None
+
+
 def environment_streams(environment: str, state_dir: Path | None, default_kafka: str) -> StreamSource:
     """The registry's streams when the environment runs one; else the catalog file's, on the environment's own
     brokers (`default_kafka` where it has none yet), so a spec validates, previews and runs on a partial or no stack.
     Deploys always go through the registry (jobs.lifecycle), which locks each stream's schema version."""
     where = Endpoints(Stack(environment, state_dir).nodes())
-    try:
-        where.registry_url  # noqa: B018 (a LookupError says there is no registry)
-    except LookupError:
-        try:
-            kafka = where.kafka_bootstrap
-        except LookupError:
-            kafka = default_kafka
-        try:
-            perf: str | None = where.perf_kafka_bootstrap
-        except LookupError:
-            perf = None
-        return StreamSource(file_streams(environment, kafka, perf), registry=False)
-    return StreamSource(registry_streams(environment, state_dir), registry=True)
+    url = _or_none(lambda: where.registry_url)
+    if url is not None:
+        return StreamSource(_registry_lookup(url), registry=True)
+    kafka = _or_none(lambda: where.kafka_bootstrap) or default_kafka
+    lookup = file_streams(environment, kafka, _or_none(lambda: where.perf_kafka_bootstrap))
+    return StreamSource(lookup, registry=False)

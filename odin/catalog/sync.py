@@ -55,27 +55,33 @@ def sync(
     return results
 
 
+def stream_record(stream: CatalogStream, servers: tuple[str, str | None], version: int) -> StreamRecord:
+    """The registry's row of a catalog stream: `servers` are its bootstrap and failover servers in the environment."""
+    bootstrap, failover = servers
+    return StreamRecord(
+        name=stream.name,
+        description=stream.description,
+        kafka_cluster=stream.kafka_cluster,
+        bootstrap_servers=bootstrap,
+        failover_bootstrap_servers=failover,
+        topics=stream.topics,
+        proto=stream.proto,
+        perf_twin_of=stream.perf_twin_of,
+        schema_version=version,
+    )
+
+
 def _sync_stream(
     registry: Registry, stream: CatalogStream, servers: tuple[str, str | None], schema: Schema, actor: str
 ) -> StreamSync:
-    bootstrap, failover = servers
+    bootstrap = servers[0]  # recorded with an update
     subject = f"stream:{stream.name}"
     known = registry.stream(stream.name)
     versions = registry.schema_versions(stream.name) if known else []
     current = next((v for v in versions if known and v.version == known.schema_version), None)
 
     def record(version: int) -> StreamRecord:
-        return StreamRecord(
-            name=stream.name,
-            description=stream.description,
-            kafka_cluster=stream.kafka_cluster,
-            bootstrap_servers=bootstrap,
-            failover_bootstrap_servers=failover,
-            topics=stream.topics,
-            proto=stream.proto,
-            perf_twin_of=stream.perf_twin_of,
-            schema_version=version,
-        )
+        return stream_record(stream, servers, version)
 
     if known is None or current is None:
         with registry.action(actor, "catalog_add", subject, fingerprint=schema.fingerprint) as detail:
