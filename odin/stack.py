@@ -6,6 +6,7 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,30 @@ def node_status(node: Node, managed: bool = True) -> NodeStatus:
     return NodeStatus(node["name"], node["role"], health.URLS[node["role"]](node), procs, verdict, managed)
 
 
+UP_SETTLE_S = 90.0
+
+
+def settled_status(
+    node: Node,
+    within_s: float = UP_SETTLE_S,
+    pause_s: float = 2.0,
+    check: Callable[[Node], NodeStatus] = node_status,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> NodeStatus:
+    """The node's status once it is healthy, or its last status after `within_s`.
+
+    A service the playbook has just started can miss a probe's timeout while the machine is busy starting the
+    others (Airflow's API server on 2 cores): one missed probe is not a failed `up`.
+    """
+    deadline = clock() + within_s
+    status = check(node)
+    while not status.ok and clock() < deadline:
+        sleep(pause_s)
+        status = check(node)
+    return status
+
+
 class Stack:
     def __init__(self, environment: str = "local", state_dir: Path | None = None) -> None:
         self.environment = environment
@@ -215,7 +240,7 @@ class Stack:
             airflow_dags_paused=spec.airflow_dags_paused,
             services=before_services | spec.selected,
         ).save(self.state_dir, self.environment)
-        statuses = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
+        statuses = [settled_status(n) for n in planned.values() if n["role"] in spec.selected]
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")

@@ -26,11 +26,12 @@ from odin import catalog, processes
 from odin.airflow_api import AirflowApi
 from odin.catalog import PERF_SUFFIX
 from odin.endpoints import Endpoints
+from odin.health import Health
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import WORKER_SLOTS, free_block, stack_ports
 from odin.registry import Registry
-from odin.stack import Stack
+from odin.stack import NodeStatus, Stack, settled_status
 from odin.teams.access import PLATFORM_TEAM
 from odin.teams.actor import login
 from tests.support.kafka import consume_all
@@ -107,6 +108,27 @@ def test_ctrl_c_ends_a_cli_that_read_terraform(tmp_path: Path) -> None:
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) != 0  # KeyboardInterrupt
+
+
+def test_a_node_that_misses_one_probe_right_after_its_start_is_checked_again_within_a_bound() -> None:
+    """Found by CI: Airflow's API server, just started on a busy machine, missed one 3 s probe and failed `odin up`."""
+    missed = Health(False, "ReadTimeout: timed out")
+    answers = iter([missed, missed, Health(True, "ok")])
+    now = [0.0]
+
+    def check(node: dict[str, object]) -> NodeStatus:
+        return NodeStatus("airflow-server", "airflow", "", [], next(answers))
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    settled = settled_status({}, within_s=10, pause_s=2, check=check, clock=lambda: now[0], sleep=sleep)
+    assert settled.ok and now[0] == 4
+
+    down = NodeStatus("airflow-server", "airflow", "", [], Health(False, "connection refused"))
+    now[0] = 0.0
+    still_down = settled_status({}, within_s=10, pause_s=2, check=lambda n: down, clock=lambda: now[0], sleep=sleep)
+    assert still_down is down and now[0] == 10  # bounded: gives up at the deadline
 
 
 def test_stack_ports_stay_out_of_the_kernels_ephemeral_range() -> None:
