@@ -168,9 +168,11 @@ def down(
         raise _fail("--purge removes the whole environment: it cannot be combined with --only")
     stack = Stack(env, state_dir)
     with console.status("[bold]odin down[/]") as status:
-        if not services:
-            _stop_team_clusters(stack, lambda msg: status.update(f"[bold]odin down[/] {msg}"))
-        report = stack.down(purge, lambda msg: status.update(f"[bold]odin down[/] {msg}"), services)
+
+        def say(msg: str) -> None:
+            status.update(f"[bold]odin down[/] {msg}")
+
+        report = stack.down(purge, say, services, after_control_plane=lambda: _stop_team_clusters(stack, say))
     if report.playbook is None:
         console.print("nothing to stop: the environment was never brought up")
         return

@@ -281,15 +281,31 @@ class Stack:
             registry.close()
 
     def down(
-        self, purge: bool = False, progress: Progress | None = None, only: set[Service] | None = None
+        self,
+        purge: bool = False,
+        progress: Progress | None = None,
+        only: set[Service] | None = None,
+        after_control_plane: Callable[[], None] | None = None,
     ) -> DownReport:
         """Stop every process of the environment, or of the `only` services. `purge` (everything) also destroys the
-        Terraform state and all data."""
+        Terraform state and all data. A whole environment stops Airflow first, then calls `after_control_plane`
+        (the CLI stops the team clusters there), then the rest: a health run would heal what is being stopped."""
         if purge and only:
             raise ValueError("purge removes the whole environment: it cannot be limited to some services")
         nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
-        result = self._playbook("stop.yml", nodes, None, progress) if nodes else None
+        results: list[PlaybookResult] = []
+        if only is None:
+            control = {k: n for k, n in nodes.items() if n["role"] == Service.airflow}
+            if control:
+                results.append(self._playbook("stop.yml", control, None, progress))
+            if after_control_plane is not None:
+                after_control_plane()
+            nodes = {k: n for k, n in nodes.items() if k not in control}
+        if nodes:
+            results.append(self._playbook("stop.yml", nodes, None, progress))
+        # the report shows the first failure, if any
+        result = next((r for r in results if not r.ok), results[-1] if results else None)
         if only and result is not None and result.ok:
             # stopped on purpose: no longer part of the environment's health until an `up` converges them again
             applied = AppliedStack.load(self.state_dir, self.environment) or AppliedStack()

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -394,8 +395,25 @@ def test_down_leaves_no_process_behind_team_clusters_included(full_stack: tuple[
     assert len(cluster_groups) == 2 and all(cluster_groups)  # its master and worker
     groups = [pid for pid in pids(stack).values() if pid]
     assert len(groups) >= 10
+    airflow = [p.pid for n in stack.status() if n.role == "airflow" for p in n.processes if p.pid]
+    gone: dict[int, float] = {}
+
+    def watch() -> None:  # when each group ends, to the tenth of a second (bounded by the down's own timeout)
+        deadline = time.monotonic() + 600
+        while len(gone) < len(airflow + cluster_groups) and time.monotonic() < deadline:
+            for g in airflow + cluster_groups:
+                if g not in gone and not group_alive(g):
+                    gone[g] = time.monotonic()
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     r = odin("down", flags[0], flags[1])
+    watcher.join(30)
     assert r.returncode == 0, r.stdout + r.stderr
+    # Airflow first: a health run heals what the down stops (`make down` once left a team master that a heal had
+    # started after the cluster was stopped)
+    assert max(gone[g] for g in airflow) < min(gone[g] for g in cluster_groups), (airflow, cluster_groups, gone)
     assert f"stopped {len(groups)} process(es)" in r.stdout
     assert "team cluster pricing/main stopped" in r.stdout
     assert not [g for g in groups + cluster_groups if g and group_alive(g)]
