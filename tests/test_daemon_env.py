@@ -1,5 +1,6 @@
 """Daemons Odin starts get a minimal, explicit environment, not that of whoever ran `odin up`: nothing of a
-developer's shell (tokens, cloud keys) reaches a Spark worker, nor the drivers it launches for every team."""
+developer's shell (tokens, cloud keys) reaches a Spark worker, nor the drivers it launches for every team. And
+every CPU: not the one Ansible's Mitogen leaves to what it starts."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def test_every_daemon_of_the_stack_starts_with_its_own_minimal_environment(servi
             assert Path(env["HOME"]).is_relative_to(node["dirs"]["data"]), (where, env["HOME"])
             # What the stack passes on purpose still arrives: the suite's JVM options reach every JVM.
             assert env.get("JDK_JAVA_OPTIONS") == os.environ["JDK_JAVA_OPTIONS"], where
+            # Every CPU, as the suite has: Ansible's Mitogen pins what it starts to all CPUs but one
+            assert os.sched_getaffinity(process.pid) == os.sched_getaffinity(0), where
             seen += 1
     assert seen >= 6  # Kafka, VictoriaMetrics, InfluxDB, PostgreSQL, Spark master and worker
 
@@ -66,5 +69,6 @@ def test_a_deployed_driver_gets_nothing_of_the_callers_environment(
             env = environ(p.pid)
             assert CANARY not in env, p.info["cmdline"]
             assert env.get("JDK_JAVA_OPTIONS") == os.environ["JDK_JAVA_OPTIONS"]
+            assert os.sched_getaffinity(p.pid) == os.sched_getaffinity(0), p.info["cmdline"]
     finally:
         daggers.stop(team, name, "alice")

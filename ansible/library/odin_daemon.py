@@ -148,11 +148,25 @@ def _tail(path: str | None, lines: int = 25) -> str:
         return ""
 
 
+def _every_cpu() -> set[int]:
+    """The CPUs a daemon may run on: all of the machine's (the kernel keeps a cgroup's cpuset out of it).
+
+    Mitogen pins Ansible's processes to CPUs and gives the children it starts every CPU but the one its multiplexer
+    holds: on a 2-core machine, every service of the stack (Spark and the drivers it launches, Kafka, PostgreSQL,
+    Airflow and its tasks) shared one core while the other idled (docs/decisions.md)."""
+    return set(range(os.cpu_count() or 1))
+
+
 def start(module: AnsibleModule) -> int:
     p = module.params
     env = environment(p)
     _make_home(p)
     log = open(p["logfile"], "ab") if p["logfile"] else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
+    pinned = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, _every_cpu())  # this thread's mask is what the forked child inherits
+    except OSError:
+        pinned = set()  # no CPU of the set is available to this process: leave the mask as it is
     try:
         proc = subprocess.Popen(
             p["argv"],
@@ -168,6 +182,8 @@ def start(module: AnsibleModule) -> int:
     except OSError as e:
         module.fail_json(msg=f"{p['name']}: cannot start {p['argv'][0]}: {e}")
     finally:
+        if pinned:
+            os.sched_setaffinity(0, pinned)  # the module's own process keeps Mitogen's placement
         if log is not subprocess.DEVNULL:
             log.close()
     start_time = _start_time(proc.pid)
