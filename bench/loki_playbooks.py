@@ -72,6 +72,8 @@ def _figures(report: dict[str, Any]) -> dict[str, Any]:
         "detect_s": min(detect) if detect else None,
         "recover_s": max(recover) if recover else None,
         "max_rate": report["max_sustained_rate"],
+        # the relaunched (or, without a relaunch, the deployed) driver's start -> first progress
+        "relaunch_first_progress_s": max(report.get("driver_start_up_s", {}).values(), default=None),
         "verdict": report["verdict"],
     }
 
@@ -151,7 +153,7 @@ def _empty_perf_topics(registry: Registry, book: Playbook) -> None:
 def _print(results: dict[str, dict[str, Any]]) -> None:
     table = Table(title="Loki standard playbooks: the reports' figures")
     columns = ["acknowledged", "rate", "failed", "indeterminate", "lost", "duplicated", "gone_from_broker",
-               "detect_s", "recover_s", "max_rate", "verdict", "wall_s"]  # fmt: skip
+               "detect_s", "recover_s", "relaunch_first_progress_s", "max_rate", "verdict", "wall_s"]  # fmt: skip
     table.add_column("playbook")
     for c in columns:
         table.add_column(c, justify="right")
@@ -170,7 +172,8 @@ def _print(results: dict[str, dict[str, Any]]) -> None:
             "loki_playbooks",
             f"loki_{name} acknowledged={r['acknowledged']} rate={r['rate']:.0f} lost={r['lost']} "
             f"duplicated={r['duplicated']} gone_from_broker={r['gone_from_broker']} detect_s={r['detect_s']} "
-            f"recover_s={r['recover_s']} recovery_ratio={ratio:.2f} verdict={r['verdict']}",
+            f"recover_s={r['recover_s']} relaunch_first_progress_s={r['relaunch_first_progress_s']} "
+            f"recovery_ratio={ratio:.2f} verdict={r['verdict']}",
         )
 
 

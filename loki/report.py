@@ -186,6 +186,10 @@ def build(
         "broker": broker.to_dict() if broker is not None else None,
         "ground_truth": "ground_truth.csv",  # beside this report: events per window and key, by fate
         "consumers": {name: c.totals() for name, c in comparisons.items()},
+        # each cluster consumer's last driver, start -> first progress: after a driver or worker loss, the relaunch's
+        "driver_start_up_s": {
+            name: round(c.start_up_s, 1) for name, c in result.consumers.items() if c.start_up_s is not None
+        },
         "windows": {name: [vars(w) for w in c.windows] for name, c in comparisons.items()},
         "faults": [f.to_dict() for f in result.faults],
         "cases": [vars(c) for c in cases],

@@ -40,3 +40,6 @@ def test_a_killed_driver_is_relaunched_from_its_checkpoint_and_counts_nothing_tw
     assert_exact(report)
     [case] = report["cases"]
     assert case["detect_s"] is not None and case["recover_s"] is not None, report["timeline"][-3:]
+    # the relaunched driver's own start-up (bench/loki_playbooks.py's relaunch figure): part of the recovery
+    [start_up] = report["driver_start_up_s"].values()
+    assert 0 < start_up <= case["recover_s"], (start_up, case)

@@ -32,8 +32,9 @@ class DaggerStatus(BaseModel):
         None, description="The driver's own Spark submission: a master that relaunches a supervised driver (its "
         "worker died) gives it a new one, which the lifecycle follows from here (jobs/lifecycle/daggers.py followed)."
     )  # fmt: skip
-    started_at: datetime
+    started_at: datetime  # this driver's Python process (a relaunched driver writes a new status)
     updated_at: datetime
+    first_progress_at: datetime | None = None  # this driver's first progress report: start-up is the time between
     batches: int = 0  # progress reports seen (Spark reports idle triggers too, every 10 s)
     last_batch: int | None = None
     events: int = 0
@@ -56,11 +57,13 @@ class DaggerStatus(BaseModel):
     def progressed(self, progress: dict[str, Any], sink_errors: int = 0) -> DaggerStatus:
         input_rate, processed_rate = rates(progress)
         lags = partition_lags(progress)
+        now = datetime.now(UTC)
         malformed, lost = malformed_and_lost(progress)
         return self.model_copy(
             update={
                 "phase": "running",
-                "updated_at": datetime.now(UTC),
+                "updated_at": now,
+                "first_progress_at": self.first_progress_at or now,
                 "batches": self.batches + 1,
                 "last_batch": progress.get("batchId"),
                 "events": self.events + event_rows(progress),
@@ -75,6 +78,13 @@ class DaggerStatus(BaseModel):
                 "sink_errors": sink_errors,
             }
         )
+
+    @property
+    def start_up_s(self) -> float | None:
+        """Seconds from this driver's start to its first progress: a relaunch's cost, after a fault."""
+        if self.first_progress_at is None:
+            return None
+        return (self.first_progress_at - self.started_at).total_seconds()
 
     def ended(self, phase: DriverPhase, error: str = "") -> DaggerStatus:
         return self.model_copy(update={"phase": phase, "updated_at": datetime.now(UTC), "error": error})

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from jobs.engine.status import read_status, status_path
 from jobs.lifecycle.daggers import Daggers
 from jobs.spec import DaggerSpec, PostgresSink, resolve_streams
 from loki.faults.network import Link
@@ -44,6 +45,7 @@ class Consumer:
     disk: Path | None = None  # the tmpfs its checkpoint is on (disk faults)
     cluster: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # what its sink needs to be read: the team's password
+    start_up_s: float | None = None  # a cluster consumer's last driver: its start -> first progress (a relaunch's)
 
     def place(self, daggers: Daggers, cluster: str, actor: str) -> None:
         """A cluster consumer is placed like any deployed dagger (jobs/lifecycle/placement.py): its sink is the team's
@@ -138,6 +140,8 @@ def stop(consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: flo
     if consumer.placement == "cluster":
         assert daggers is not None
         record = daggers.registry.dagger(consumer.spec.team, consumer.spec.name)
+        if record is not None and (status := read_status(status_path(Path(record.checkpoint)))) is not None:
+            consumer.start_up_s = status.start_up_s
         if record is not None and record.state in ("deploying", "running", "stopping", "failed"):
             daggers.stop(consumer.spec.team, consumer.spec.name, actor)
         return
