@@ -1,8 +1,11 @@
 """Daggers, self-serve: teams deploy, update, stop and list their daggers by filling a form (the seeds' Datlantis);
 CI pipelines send the same fields, or a whole `spec`, through Airflow's REST API.
 
-Deploy: check (fields, who asks, which cluster, the catalog stream, the SQL) → preview on the stream's latest
-events (logged as a table) → submit to the team's cluster and wait, deferred, for the query's first progress.
+Deploy: check (fields, who asks, which cluster, the catalog stream, the SQL) → submit to the team's cluster and
+wait, deferred, for the query's first progress; beside the submission, a preview on the stream's latest events
+(logged as a table). The preview gates nothing there: a query that fails on the stream's events fails the deploy's
+wait too, with the dagger's own error, and a new dagger replaces nothing. An update's preview comes before it stops
+the running dagger.
 Runs are refused before anything is touched unless the triggering user is a member of the dagger's team.
 """
 
@@ -37,7 +40,7 @@ def dagger_deploy() -> None:
 
         return run_request(requests.preview)
 
-    check() >> preview() >> DeployDaggerOperator(task_id="deploy")
+    check() >> [preview(), DeployDaggerOperator(task_id="deploy")]  # side by side: the docstring says why
 
 
 @dag(

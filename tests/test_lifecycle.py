@@ -18,9 +18,10 @@ import psycopg
 import pytest
 
 from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.engine.session import QUICK_JIT
 from jobs.engine.status import read_status, status_path
 from jobs.lifecycle import daggers as lifecycle
-from jobs.lifecycle.daggers import QUICK_JIT, Daggers
+from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
 from odin import victoria

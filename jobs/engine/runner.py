@@ -30,7 +30,7 @@ from jobs.engine import checkpoint
 from jobs.engine.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config, warm
 from jobs.engine.offsets import plan_batch
 from jobs.engine.plan import DaggerPlan
-from jobs.engine.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
+from jobs.engine.session import QUICK_JIT, SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
 from jobs.engine.telemetry import OBSERVED, Telemetry, dropped_by_watermark, event_rows, late_events
 from jobs.events.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
 from jobs.sinks import open_sink
@@ -71,6 +71,11 @@ def session_for(
     if master is None or not master.startswith("local"):
         ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
     return spark
+
+
+def preview_session(plan: DaggerPlan, log_file: Path | None = None) -> SparkSession:
+    """A preview's local Spark (`dagger preview`, the deploy and update DAGs): its JVM compiles with C1 only."""
+    return session_for(plan, conf={"spark.driver.extraJavaOptions": QUICK_JIT}, log_file=log_file)
 
 
 def _prepare(spark: SparkSession) -> None:

@@ -45,6 +45,14 @@ logger.gateway.level = error
 """
 
 
+# JVMs that compile with C1 only: a deployed dagger's and a preview's. A relaunch (a killed driver, a lost worker)
+# starts a driver and its executors at once, and C2's compiler threads then take the CPU the query's start needs, for
+# minutes: at 20,000 events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is
+# Python's), so C2's faster code gains little and costs the recovery (Loki's driver-loss: 71-81 s -> 45 s,
+# docs/decisions.md). A preview's JVM lives seconds: C2 would never pay back.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
 def spark_session(
     app_name: str = "dagger",
     master: str | None = "local[2]",

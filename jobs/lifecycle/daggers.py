@@ -26,6 +26,7 @@ import psutil
 from jobs.engine import jvm_archive
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
+from jobs.engine.session import QUICK_JIT
 from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
 from jobs.lifecycle import START_TIMEOUT_S
 from jobs.lifecycle.logs import (
@@ -61,11 +62,6 @@ POLL_S = 1.0
 PROCESS_GONE_S = 30.0  # after the master reports the driver ended, for its Python process to end too
 KEPT_RUNS = 8  # spec files kept per dagger (_spec_file)
 ENVIRONMENT = "local"  # the Odin environment the platform's own processes (Airflow, the CLIs) run in
-# A deployed dagger's JVMs compile with C1 only. A relaunch (a killed driver, a lost worker) starts a driver and its
-# executors at once, and C2's compiler threads then take the CPU the query's start needs, for minutes: at 20,000
-# events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is Python's), so C2's
-# faster code gains little and costs the recovery (Loki's driver-loss: 71-81 s -> 45 s, docs/decisions.md).
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
 # Each dagger's driver and its executors: small by default, as the local stack's workers are.
 RESOURCES = {
     "spark.driver.memory": "1g",
