@@ -52,7 +52,9 @@ def pids(stack: Stack) -> dict[str, int | None]:
     return {f"{n.name}@{p.name}": p.pid for n in stack.status() for p in n.processes}
 
 
-def group_alive(pgid: int) -> bool:
+def live_groups() -> set[int]:
+    """The process groups that have a live (not zombie) process."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -60,9 +62,13 @@ def group_alive(pgid: int) -> bool:
             except OSError:
                 continue
             fields = raw[raw.rindex(")") + 2 :].split()
-            if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-    return False
+            if fields[0] not in ("Z", "X"):
+                found.add(int(fields[2]))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    return pgid in live_groups()
 
 
 # -- refused input: nothing may start -------------------------------------------------------------------
@@ -401,8 +407,9 @@ def test_down_leaves_no_process_behind_team_clusters_included(full_stack: tuple[
     def watch() -> None:  # when each group ends, to the tenth of a second (bounded by the down's own timeout)
         deadline = time.monotonic() + 600
         while len(gone) < len(airflow + cluster_groups) and time.monotonic() < deadline:
+            live = live_groups()
             for g in airflow + cluster_groups:
-                if g not in gone and not group_alive(g):
+                if g not in gone and g not in live:
                     gone[g] = time.monotonic()
             time.sleep(0.1)
 
