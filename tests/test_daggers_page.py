@@ -115,10 +115,11 @@ def test_alice_finds_her_dagger_on_the_daggers_page_in_airflows_ui(
         assert browser.find_elements(By.XPATH, "//a[contains(@href, 'plugin/daggers')]")
         browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe"))
 
-        def sparkline_drawn(_: object) -> bool:  # the input rate reaches VictoriaMetrics within seconds
+        def sparkline_drawn(_: object) -> bool:  # VictoriaMetrics' queries see a point ~30 s after it is written
             if browser.find_elements(By.CSS_SELECTOR, f"{row} svg.sparkline polyline"):
                 return True
-            browser.refresh()
+            # the page again, inside Airflow's UI: a refresh would leave the driver outside the frame, where no row is
+            plugin_frame(browser, airflow.url, "daggers", row)
             return False
 
         WebDriverWait(browser, 90, poll_frequency=5).until(sparkline_drawn)
