@@ -33,6 +33,7 @@ from odin.processes import of_node
 from odin.registry import Registry
 from odin.registry.records import AlertRecord
 from odin.spec import Service
+from odin.teams.actor import login
 from odin.traffic.generator import booking_logs, produce
 from tests.support.catalog import catalog_stream, closing_markers
 from tests.support.events import surge_truth
@@ -191,7 +192,6 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
     [worker] = [n for n in nodes.values() if n["role"] == "spark_worker"]
     [process] = of_node(worker)
     assert process.pid is not None
-    stopped = _driver_processes(process.pid, deployed.submission_id)
     checkup = Checkup(
         registry,
         team_cluster.state_dir,
@@ -199,6 +199,12 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
         metrics_url=alerting.victoria_metrics_url,
         teams=[team],
     )
+    # Its stream is quiet now: an idle query is not a stalled one (Spark reports no progress while idle; the driver
+    # says it is alive; bench.deploy_latency saw a dagger on a finished stream restarted until it was crashlooping)
+    time.sleep(25)
+    idle = checkup.run(heal=False, record=False).dagger(team, "stall")
+    assert idle is not None and "stalled" not in idle.signals and idle.verdict == "healthy", idle
+    stopped = _driver_processes(process.pid, deployed.submission_id)
     for p in stopped:  # the query stalls: its driver is alive to the master, but makes no progress
         p.send_signal(signal.SIGSTOP)
     fault = datetime.now(UTC)
@@ -226,6 +232,7 @@ def test_a_stalled_query_fires_its_alert_through_vmalert_and_alertmanager_into_t
     seen, recorded = (detected - fault).total_seconds(), (alert.received_at - fault).total_seconds()
     print(f"\nstalled query: detected by health {seen:.0f} s, alert recorded {recorded:.0f} s after the fault")
     assert [a.alertname for a in checkup.run(heal=False, record=False).alerts] == ["DaggerStalled"]
+    registry.add_member(team, login())  # who runs the CLI (alone, this test had no other test make it one)
     shown = subprocess.run(
         [str(BIN_DIR / "dagger"), "status", "--team", team, "--state-dir", str(team_cluster.state_dir)],
         capture_output=True,

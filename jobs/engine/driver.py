@@ -21,6 +21,7 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,23 +98,30 @@ def main(argv: list[str]) -> int:
     write_status(path, status)
     taken_over: list[str] = []
 
-    def on_progress(progress: dict[str, Any], sink_errors: int) -> None:
+    def update(new: Callable[[DaggerStatus], DaggerStatus]) -> None:
+        """Write this run's status, unless a newer run owns the dagger now: then stop."""
         nonlocal status
         if taken_over or (by := superseded()) is None:
             if not taken_over:
-                status = status.progressed(progress, sink_errors)
+                status = new(status)
                 write_status(path, status)
             return
         logging.info("dagger %s: run %s is superseded by run %s, stopping", spec.qualified_name, args.run, by)
         taken_over.append(by)
         os.kill(os.getpid(), signal.SIGTERM)  # the engine stops after the current batch, as on any stop
 
+    def on_progress(progress: dict[str, Any], sink_errors: int) -> None:
+        update(lambda s: s.progressed(progress, sink_errors))
+
+    def on_idle() -> None:  # alive with nothing to read: health tells a quiet query from a stalled one by it
+        update(lambda s: s.model_copy(update={"updated_at": datetime.now(UTC)}))
+
     try:
         logging.info("start: Spark session")
         spark = session_for(plan, master=None)
         logging.info("start: Spark session ready")
         warm_up(plan, spark)
-        result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint)
+        result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint, on_idle=on_idle)
     except BaseException as e:
         if taken_over or superseded():
             return 0  # the new run's driver owns the status file now (and may be what failed this one's batch)

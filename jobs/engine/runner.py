@@ -38,6 +38,7 @@ from jobs.udfs import register_udfs
 from odin.kafka.topics import ensure_topics
 
 log = logging.getLogger("dagger")
+IDLE_BEAT_S = 10.0  # a quiet query says it is alive this often (Spark's own idle reports: every 10 s)
 STATE_STORES = {  # spec.state_store -> Spark's provider (kept in the checkpoint: a restart uses the same one)
     "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -151,10 +152,12 @@ def run(
     once: bool = False,
     on_progress: Callable[[dict[str, Any], int], None] | None = None,
     reset_checkpoint: bool = False,
+    on_idle: Callable[[], None] | None = None,
 ) -> RunResult:
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
     is available, close every window, and return. The checkpoint must be this dagger's (jobs/engine/checkpoint.py);
-    `reset_checkpoint` starts over from `kafka.start`."""
+    `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called every IDLE_BEAT_S without progress while
+    the query runs: Spark reports none while a stream is quiet, which is not a stall."""
     spec = plan.spec
     # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
@@ -209,9 +212,13 @@ def run(
             stop["requested"] = True
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        beat = time.monotonic()
         try:
             while q.isActive and not stop["requested"]:
                 q.awaitTermination(0.5)
+                if on_idle is not None and time.monotonic() - beat >= IDLE_BEAT_S:
+                    on_idle()  # a progress below moves the beat anyway
+                    beat = time.monotonic()
                 for p in q.recentProgress:
                     key = (p["runId"], p["batchId"])
                     if key in seen:
@@ -224,6 +231,7 @@ def run(
                         telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p, sink.attempts_failed)
+                    beat = time.monotonic()
             if stop["requested"] and q.isActive:
                 q.stop()  # the batch under way is cancelled (replayed on restart), unless it failed on its own
             failure = q.exception()
