@@ -216,9 +216,6 @@ def run(
         try:
             while q.isActive and not stop["requested"]:
                 q.awaitTermination(0.5)
-                if on_idle is not None and time.monotonic() - beat >= IDLE_BEAT_S:
-                    on_idle()  # a progress below moves the beat anyway
-                    beat = time.monotonic()
                 for p in q.recentProgress:
                     key = (p["runId"], p["batchId"])
                     if key in seen:
@@ -231,6 +228,9 @@ def run(
                         telemetry.record(p, sink.attempts_failed)
                     if on_progress:
                         on_progress(p, sink.attempts_failed)
+                    beat = time.monotonic()
+                if on_idle is not None and time.monotonic() - beat >= IDLE_BEAT_S:
+                    on_idle()  # after this round's progress, which would have written the status anyway
                     beat = time.monotonic()
             if stop["requested"] and q.isActive:
                 q.stop()  # the batch under way is cancelled (replayed on restart), unless it failed on its own
