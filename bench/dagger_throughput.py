@@ -167,6 +167,9 @@ def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float
         if p not in tree:
             tree.add(p)
             todo.extend(children.get(p, ()))
+    for p in [p for p in tree if p in procs and _spawning(p, procs[p][0])]:
+        tree.discard(p)
+        procs.pop(p)
     page = resource.getpagesize() / 2**20
     group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
     if per_process is not None:
@@ -177,12 +180,27 @@ def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float
     return group, sum(procs[p][2] for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _spawning(pid: int, parent: int) -> bool:
+    """A JVM's child between its fork and its exec (the JDK starts Python workers with posix_spawn, whose child
+    shares the JVM's memory until it execs): it reports the JVM's command line and RSS, which is not a second JVM."""
+    argv = _cmdline(pid)
+    program = Path(argv.split(b"\0", 1)[0].decode(errors="replace")).name
+    return program == "java" and argv == _cmdline(parent)
+
+
 def _role(pid: int) -> str:
     """What a process of the dagger's tree is, from its command line."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
+    raw = _cmdline(pid)
+    if not raw:
         return "?"
+    argv = raw.decode(errors="replace").split("\0")
     if Path(argv[0]).name == "java":
         return "JVM: Spark's launcher" if "org.apache.spark.launcher.Main" in argv else "JVM: Spark driver"
     if "-m" in argv[:-1]:

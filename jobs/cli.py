@@ -278,7 +278,7 @@ def preview(
     """Run the query on the most recent events and print the result. Read-only: nothing goes to the sink, to
     dead-letter topics or to consumer groups, and no topic is created."""
     from jobs.engine.runner import preview as run_preview
-    from jobs.engine.runner import preview_session
+    from jobs.engine.runner import session_for
 
     _logging(verbose)
     plan = _plan(spec)
@@ -286,7 +286,7 @@ def preview(
     with _failures(plan, verbose, spark_log):
         _reach_brokers(plan, verbose)
         with (err if as_json else console).status("starting Spark and reading recent events"):
-            spark = preview_session(plan, log_file=spark_log)
+            spark = session_for(plan, log_file=spark_log)
             try:
                 table = run_preview(plan, spark, limit, recent)
             finally:

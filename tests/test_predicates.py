@@ -59,7 +59,8 @@ def test_the_reader_drops_what_sparks_where_drops(spark: SparkSession, where: st
     assert [f.describe() for f in stream.filters] == pushed
 
     def spark_rows(batch: pa.RecordBatch, query: str) -> Counter[str]:
-        spark.createDataFrame(batch.drop_columns([SENTINEL, EVENTS]).to_pandas()).createOrReplaceTempView("booking")
+        table = pa.Table.from_batches([batch.drop_columns([SENTINEL, EVENTS])])
+        spark.createDataFrame(table).createOrReplaceTempView("booking")
         return Counter(r.order_number for r in spark.sql(query).collect())
 
     data = payloads()

@@ -30,7 +30,7 @@ from jobs.engine import checkpoint
 from jobs.engine.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config, warm
 from jobs.engine.offsets import plan_batch
 from jobs.engine.plan import DaggerPlan
-from jobs.engine.session import QUICK_JIT, SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
+from jobs.engine.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
 from jobs.engine.telemetry import OBSERVED, Telemetry, dropped_by_watermark, event_rows, late_events
 from jobs.events.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
 from jobs.sinks import open_sink
@@ -72,11 +72,6 @@ def session_for(
     if master is None or not master.startswith("local"):
         ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
     return spark
-
-
-def preview_session(plan: DaggerPlan, log_file: Path | None = None) -> SparkSession:
-    """A preview's local Spark (`dagger preview`, the deploy and update DAGs): its JVM compiles with C1 only."""
-    return session_for(plan, conf={"spark.driver.extraJavaOptions": QUICK_JIT}, log_file=log_file)
 
 
 def _prepare(spark: SparkSession) -> None:
@@ -306,22 +301,23 @@ def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
     """Warm a (re)launched driver's new executors in the background while the driver starts the query. Their first
     tasks would otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and
     generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). One small SQL job does it:
-    a task per core reads an event the way the reader does (jobs/engine/kafka_source.py warm) through mapInArrow, which
-    runs in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's
+    a task per core reads an event the way the reader does (jobs/engine/kafka_source.py warm) through an Arrow UDF,
+    which runs in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's
     workers apart), so the query's first tasks find them warm, and an aggregation has each JVM generate code. It
-    plans nothing in Python on the driver, which is busy starting the query. Best effort: a failure is logged."""
+    plans nothing in Python on the driver, which is busy starting the query. Best effort: a failure is logged.
+    (Not mapInArrow: PySpark requires pandas for it, which the platform does not install, docs/decisions.md.)"""
     options = [_source_options(plan, i, None).to_option() for i in range(len(plan.streams))]
     tasks = plan.spec.parallelism
 
-    def read_one(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            events = sum(warm(o, i) for i in batch.column(0).to_pylist() for o in options)
-            yield pa.RecordBatch.from_pydict({"events": [events]})
+    @F.arrow_udf("long")
+    def read_one(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        for ids in batches:
+            yield pa.array([sum(warm(o, i) for o in options) for i in ids.to_pylist()], pa.int64())
 
     def work() -> None:
         began = time.monotonic()
         try:
-            counted = spark.range(0, tasks, 1, tasks).mapInArrow(read_one, "events long").groupBy().sum().collect()
+            counted = spark.range(0, tasks, 1, tasks).select(read_one("id")).groupBy().sum().collect()
         except Exception as e:  # whatever failed, the query itself reports it if it matters
             log.warning("start: executors' warm-up failed, the query goes on cold: %s", root_cause(e))
         else:

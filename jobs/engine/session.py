@@ -45,11 +45,11 @@ logger.gateway.level = error
 """
 
 
-# JVMs that compile with C1 only: a deployed dagger's and a preview's. A relaunch (a killed driver, a lost worker)
-# starts a driver and its executors at once, and C2's compiler threads then take the CPU the query's start needs, for
-# minutes: at 20,000 events/s a dagger's JVMs spend a few percent of a core on the query itself (its decoding is
-# Python's), so C2's faster code gains little and costs the recovery (Loki's driver-loss: 71-81 s -> 45 s,
-# docs/decisions.md). A preview's JVM lives seconds: C2 would never pay back.
+# Every dagger JVM compiles with C1 only: a deployed dagger's driver and executors, a preview's, `dagger run`'s. A
+# start (or a relaunch: a driver and its executors at once) leaves C2's compiler threads taking the CPU the query's
+# first batches need, for minutes, and at 20,000 events/s a dagger's JVMs spend a few percent of a core on the query
+# itself (its decoding is Python's), so C2's faster code gains little: Loki's driver-loss 71-81 s -> 45 s; `dagger
+# run`'s first row 25.6 -> 18.5 s with the same steady rate (docs/decisions.md). A preview's JVM lives seconds.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
@@ -69,11 +69,10 @@ def spark_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = dict(conf or {})
-    options = [conf.get("spark.driver.extraJavaOptions", ""), jvm_archive.java_options() if archive else ""]
+    options = [QUICK_JIT, conf.get("spark.driver.extraJavaOptions", ""), jvm_archive.java_options() if archive else ""]
     if log_file is not None:
         options.append(f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}")
-    if any(options):
-        conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)
+    conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = (

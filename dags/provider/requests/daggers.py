@@ -76,12 +76,12 @@ def preview(params: Mapping[str, Any], user: str | None, log: Log, *, update: bo
     """Run the query on the stream's latest events (local Spark, writes nothing); the result goes to the log as a
     table. Any error stops the run here."""
     from jobs.engine.runner import preview as run_preview
-    from jobs.engine.runner import preview_session
+    from jobs.engine.runner import session_for
 
     with opened() as (registry, state):
         plan, _ = _checked(Daggers(registry, state, log), params, user, update)
     spec = plan.spec
-    spark = preview_session(plan)
+    spark = session_for(plan)
     try:
         result = run_preview(plan, spark, PREVIEW_ROWS)
     finally:
