@@ -13,7 +13,7 @@
    offsets in the checkpoint) and (b) that first row, with a breakdown from bench/startup_probe.py (the CLI with
    timestamps around the engine's steps: SparkSession, data source registration, readStream.load, query start;
    batch timings from Spark's progress), and the peak RSS until then of its process tree (PySpark's daemons and
-   workers included) and of its process group; against the targets (first row <= 12 s, peak RSS <= 700 MB).
+   workers included) and of its process group; against issue 31's targets (bench/targets.py).
 4. Latency: the dagger runs continuously while events are produced at a fixed 20k events/s stamped with the
    wall clock; for every window, latency = first moment its rows are queryable in VictoriaMetrics - the window end
    (the age of the window's newest event when it becomes visible; it includes the watermark delay, which is a
@@ -56,6 +56,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.record import record
+from bench.targets import target
 from jobs.udfs.s2 import s2_cell_ids
 from odin import victoria
 from odin.endpoints import Endpoints
@@ -489,8 +490,8 @@ def stop_group(proc: subprocess.Popen[Any]) -> None:
 # -- start-up --------------------------------------------------------------------------------------------------
 
 STARTUP_EVENTS = 20_000  # 50 per second of event time: 400 s, so the first batch closes ~5 of its 60 s windows
-TARGET_FIRST_ROW_S = 12.0
-TARGET_PEAK_RSS_MB = 700.0
+TARGET_FIRST_ROW_S = target("dagger_throughput", "startup_first_row_s").target
+TARGET_GROUP_RSS_MB = target("dagger_throughput", "peak_rss_group_mb").target
 
 
 @dataclass
@@ -663,13 +664,11 @@ def startup_table(s: Startup) -> Table:
     for what, duration, end in s.phases:
         table.add_row(what, sec(duration), sec(end))
     table.add_row(
-        "peak RSS of the process group (CLI, JVM, streaming source runner)", "", f"{s.peak_group_rss_mb:,.0f} MB"
-    )
-    table.add_row(
-        f"peak RSS of the process tree (+ PySpark's daemons and workers; target ≤ {TARGET_PEAK_RSS_MB:.0f} MB)",
+        f"peak RSS of the process group (CLI, JVM, streaming source runner; target ≤ {TARGET_GROUP_RSS_MB:.0f} MB)",
         "",
-        f"{s.peak_rss_mb:,.0f} MB: {'met' if s.peak_rss_mb <= TARGET_PEAK_RSS_MB else 'NOT met'}",
+        f"{s.peak_group_rss_mb:,.0f} MB: {'met' if s.peak_group_rss_mb <= TARGET_GROUP_RSS_MB else 'NOT met'}",
     )
+    table.add_row("peak RSS of the process tree (+ PySpark's daemons and workers)", "", f"{s.peak_rss_mb:,.0f} MB")
     table.add_row(
         "peak PSS of the process tree (shared pages shared out: the memory it takes)", "", f"{s.peak_pss_mb:,.0f} MB"
     )

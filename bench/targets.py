@@ -55,6 +55,11 @@ TARGETS = (
 )  # fmt: skip
 
 
+def target(bench: str, key: str) -> Target:
+    """The target of figure `key` of benchmark `bench` (what a benchmark prints beside its figure)."""
+    return next(t for t in TARGETS if t.bench == bench and t.key == key)
+
+
 @dataclass(frozen=True)
 class Row:
     target: Target
