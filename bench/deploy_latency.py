@@ -70,17 +70,18 @@ def _up(
         raise SystemExit(f"odin up failed: {[(f.task, f.message) for f in report.playbook.failures]}")
 
 
-def _bookings(where: Endpoints, registry: Registry) -> None:
+def _bookings(registry: Registry) -> None:
     stream = registry.stream(STREAM)
     if stream is None:
         raise SystemExit(f"stream {STREAM} is not in the registry: odin up syncs the catalog")
-    ensure_topics({"bootstrap.servers": where.kafka_bootstrap}, dict.fromkeys(stream.topics, 2))
+    kafka = stream.serving_bootstrap_servers  # the perf stream's own broker, which the dagger reads, not the main one
+    ensure_topics({"bootstrap.servers": kafka}, dict.fromkeys(stream.topics, 2))
     start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
     events: list[booking_log_pb2.BookingLog] = list(booking_logs(6_000, seed=7, start=start, rate=10))
     # Every topic of the stream gets events, as in production: a partition that has shown none holds the watermark
     # until it counts as idle (the stream's idle_timeout, 60 s), which would be most of the figure.
     for i, topic in enumerate(stream.topics):
-        produce(where.kafka_bootstrap, topic, iter(events[i :: len(stream.topics)]), partitions=2)
+        produce(kafka, topic, iter(events[i :: len(stream.topics)]), partitions=2)
 
 
 def _first_row(vm: str, measurement: str) -> bool:
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 clusters.create(ClusterSpec(team=TEAM, name=CLUSTER, workers=2, worker_cores=2), MEMBER)
                 cluster_s = time.perf_counter() - started
-            _bookings(where, registry)
+            _bookings(registry)
             with console.status("odin up: Airflow (its form's dropdowns list the new cluster)"):
                 _up(stack, {Service.airflow}, None, {"admin": "admin", MEMBER: "user"})
             where = Endpoints(stack.nodes())
