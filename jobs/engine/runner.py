@@ -310,8 +310,8 @@ def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
     tasks = plan.spec.parallelism
 
     @F.arrow_udf("long")
-    def read_one(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
-        for ids in batches:
+    def read_one(task_ids: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        for ids in task_ids:
             yield pa.array([sum(warm(o, i) for o in options) for i in ids.to_pylist()], pa.int64())
 
     def work() -> None:
