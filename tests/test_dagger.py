@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import logging
 import os
 import random
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 import pytest
@@ -376,6 +378,55 @@ def test_warm_up_reads_an_event_per_task(
     with caplog.at_level(logging.INFO, logger="dagger"):
         warm_up(empty, spark).join(timeout=300)
     assert "0 events read" in caplog.text, caplog.text
+
+
+class _SlowInflux(http.server.BaseHTTPRequestHandler):
+    """An InfluxDB 1.x write endpoint that holds every write until `answer` is set, then accepts it."""
+
+    answer: ClassVar[threading.Event] = threading.Event()
+    held: ClassVar[list[float]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.held.append(time.monotonic())
+        self.answer.wait(60)
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSession, tmp_path: Path) -> None:
+    """The idle beat tells health that a quiet query is alive; a batch stuck in its sink is not quiet, so no beat
+    may hide it (health would never call the dagger stalled)."""
+    topic = new_topic(services)
+    produce(services.kafka_bootstrap, topic, booking_logs(200, seed=62, start=START, rate=100), partitions=2)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowInflux)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    spec = surge_spec(services, topic, {"type": "influx", "url": url, "version": 1, "measurement": "surge"})
+    plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
+    beats: list[float] = []
+    # the first write is held 25 s: longer than two beats (IDLE_BEAT_S), shorter than the sink's 30 s timeout
+
+    def hold_then_answer() -> None:
+        deadline = time.monotonic() + 300
+        while not _SlowInflux.held and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(25)
+        _SlowInflux.answer.set()
+
+    release = threading.Thread(target=hold_then_answer, daemon=True)
+    release.start()
+    try:
+        result = run(plan, spark, once=True, on_idle=lambda: beats.append(time.monotonic()))
+    finally:
+        _SlowInflux.answer.set()
+        server.shutdown()
+    assert _SlowInflux.held and result.rows_written > 0
+    first_write = _SlowInflux.held[0]
+    assert not [b for b in beats if first_write < b < first_write + 25], (beats, first_write)
 
 
 SHIPPED_PROBE = """

@@ -152,7 +152,8 @@ def run(
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
     is available, close every window, and return. The checkpoint must be this dagger's (jobs/engine/checkpoint.py);
     `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called every IDLE_BEAT_S without progress while
-    the query runs: Spark reports none while a stream is quiet, which is not a stall."""
+    the query waits between triggers: Spark reports none while a stream is quiet, which is not a stall (while a
+    batch runs, no beat: a hung one is)."""
     spec = plan.spec
     # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
@@ -224,7 +225,9 @@ def run(
                     if on_progress:
                         on_progress(p, sink.attempts_failed)
                     beat = time.monotonic()
-                if on_idle is not None and time.monotonic() - beat >= IDLE_BEAT_S:
+                # Only between triggers: a batch hung in its sink or an executor reports no progress either, and
+                # a beat then would hide the stall from health. Checked last: the status is a call into the JVM.
+                if on_idle is not None and time.monotonic() - beat >= IDLE_BEAT_S and not q.status["isTriggerActive"]:
                     on_idle()  # after this round's progress, which would have written the status anyway
                     beat = time.monotonic()
             if stop["requested"] and q.isActive:
