@@ -408,13 +408,13 @@ def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSessi
     spec = surge_spec(services, topic, {"type": "influx", "url": url, "version": 1, "measurement": "surge"})
     plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
     beats: list[float] = []
-    # the first write is held 25 s: longer than two beats (IDLE_BEAT_S), shorter than the sink's 30 s timeout
+    # the first write is held 15 s: longer than a beat (IDLE_BEAT_S), shorter than the sink's 30 s timeout
 
     def hold_then_answer() -> None:
         deadline = time.monotonic() + 300
         while not _SlowInflux.held and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(25)
+        time.sleep(15)
         _SlowInflux.answer.set()
 
     release = threading.Thread(target=hold_then_answer, daemon=True)
@@ -426,7 +426,7 @@ def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSessi
         server.shutdown()
     assert _SlowInflux.held and result.rows_written > 0
     first_write = _SlowInflux.held[0]
-    assert not [b for b in beats if first_write < b < first_write + 25], (beats, first_write)
+    assert not [b for b in beats if first_write < b < first_write + 15], (beats, first_write)
 
 
 SHIPPED_PROBE = """
