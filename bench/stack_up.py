@@ -15,6 +15,7 @@ from rich.table import Table
 from bench.record import record
 from odin.paths import temporary_state_dir
 from odin.ports import stack_ports
+from odin.provision.ansible import SKIPPED
 from odin.stack import Stack
 
 console = Console()
@@ -37,7 +38,8 @@ def main() -> int:
             report = stack.up(stack.resolve(workers, None, ports))
             if not report.ok:
                 raise SystemExit(f"odin up failed: {report.playbook.failures}")
-            return f"plan {report.plan.summary()}; ansible changed={report.playbook.total_changed}"
+            ran = "not run" if report.playbook.status == SKIPPED else f"changed={report.playbook.total_changed}"
+            return f"plan {report.plan.summary()}; ansible {ran}"
 
         try:
             timed("odin up (cold, all services, 2 workers)", rows, lambda: up(2))

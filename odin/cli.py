@@ -26,6 +26,7 @@ from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints
 from odin.environment import connect_registry
 from odin.models import SLUG, format_errors
+from odin.provision.ansible import SKIPPED
 from odin.provision.terraform import TerraformError
 from odin.registry import Refused, Registry, RegistryError
 from odin.registry.records import ClusterRecord
@@ -104,6 +105,12 @@ def up(
         float | None,
         typer.Option("--traffic-rate", help="Events per second the traffic node sends on each catalog data stream."),
     ] = None,
+    converge: Annotated[
+        bool,
+        typer.Option(
+            "--converge", help="Run Ansible even when nothing changed since its last run and every service is healthy."
+        ),
+    ] = False,
     env: EnvOpt = "local",
     state_dir: StateOpt = None,
 ) -> None:
@@ -131,13 +138,16 @@ def up(
         raise _fail(str(e)) from None
     with console.status("[bold]odin up[/]") as status:
         try:
-            report = stack.up(spec, progress=lambda msg: status.update(f"[bold]odin up[/] {msg}"))
+            report = stack.up(spec, progress=lambda msg: status.update(f"[bold]odin up[/] {msg}"), converge=converge)
         except (TerraformError, PreflightError) as e:
             raise _fail(str(e)) from None
     console.print(f"terraform: {report.plan.summary()}" + (" (plan empty)" if report.plan.empty else ""))
     if report.removed:
         console.print(f"removed nodes stopped: {', '.join(report.removed)}")
-    console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
+    if report.playbook.status == SKIPPED:
+        console.print("ansible: not run (nothing changed since its last run, all healthy; --converge runs it)")
+    else:
+        console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
     if report.registry_revision:
         console.print(f"registry: migrated to revision {report.registry_revision}")
         if first := _first_platform_engineer(stack):

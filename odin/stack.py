@@ -21,7 +21,8 @@ from odin.catalog.sync import StreamSync
 from odin.cluster.secret import ensure_secret
 from odin.endpoints import Endpoints
 from odin.paths import BIN_DIR, REPO
-from odin.provision.ansible import PlaybookResult, run_playbook
+from odin.provision import converged
+from odin.provision.ansible import SKIPPED, PlaybookResult, run_playbook
 from odin.provision.inventory import build_inventory
 from odin.provision.terraform import Plan, Terraform
 from odin.registry import Registry, migrate
@@ -212,7 +213,9 @@ class Stack:
             raise PreflightError("\n".join(problems))
 
     # -- commands --------------------------------------------------------------------------------------
-    def up(self, spec: StackSpec, progress: Progress | None = None) -> UpReport:
+    def up(self, spec: StackSpec, progress: Progress | None = None, converge: bool = False) -> UpReport:
+        """`converge`: run Ansible even when nothing changed since its last successful run and every node is
+        healthy (odin/provision/converged.py)."""
         say = progress or (lambda _msg: None)
         before = self.nodes()
         say("terraform plan")
@@ -230,7 +233,20 @@ class Stack:
                 return UpReport(plan, removed, gone)
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         ensure_secret(self.rest_secret_file)  # the master's REST endpoint runs whatever it is sent: never open
-        result = self._playbook("site.yml", planned, limit, progress)
+        inputs = converged.digest("site.yml", build_inventory(planned), self._extravars(), limit, converged.inputs())
+        last = converged.LastConverge(self.state_dir, self.environment)
+        healthy: list[NodeStatus] = []
+        if not converge and plan.empty and not removed and last.matches(inputs):
+            say("checking the services")
+            healthy = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
+        if healthy and all(s.health.ok and s.running for s in healthy):
+            result = PlaybookResult("site.yml", SKIPPED, 0)  # it would change nothing
+        else:
+            healthy = []
+            last.forget()  # until this converge succeeds
+            result = self._playbook("site.yml", planned, limit, progress)
+            if result.ok:
+                last.record(inputs)
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
         AppliedStack(
             spark_workers=spec.spark_workers,
@@ -240,7 +256,7 @@ class Stack:
             airflow_dags_paused=spec.airflow_dags_paused,
             services=before_services | spec.selected,
         ).save(self.state_dir, self.environment)
-        statuses = [settled_status(n) for n in planned.values() if n["role"] in spec.selected]
+        statuses = healthy or [settled_status(n) for n in planned.values() if n["role"] in spec.selected]
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")
@@ -292,6 +308,7 @@ class Stack:
         (the CLI stops the team clusters there), then the rest: a health run would heal what is being stopped."""
         if purge and only:
             raise ValueError("purge removes the whole environment: it cannot be limited to some services")
+        converged.LastConverge(self.state_dir, self.environment).forget()  # the next `up` converges
         nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         results: list[PlaybookResult] = []

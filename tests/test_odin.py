@@ -31,6 +31,7 @@ from odin.health import Health
 from odin.paths import BIN_DIR
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import WORKER_SLOTS, free_block, stack_ports
+from odin.provision.ansible import SKIPPED
 from odin.registry import Registry
 from odin.stack import NodeStatus, Stack, settled_status
 from odin.teams.access import PLATFORM_TEAM
@@ -309,11 +310,16 @@ def test_odin_feed_sends_live_events_and_only_platform_engineers_may(full_stack:
 
 
 def test_second_up_changes_nothing(full_stack: tuple[Stack, list[str]]) -> None:
-    stack, _ = full_stack
+    """With nothing changed since the last converge and every service healthy, Ansible is not even run; run anyway
+    (--converge), it changes nothing."""
+    stack, flags = full_stack
     before = pids(stack)
     report = stack.up(stack.resolve(None, None, None))
-    assert report.plan.empty
-    assert report.playbook.ok and report.playbook.total_changed == 0, report.playbook.changed
+    assert report.plan.empty and report.ok
+    assert report.playbook.status == SKIPPED, report.playbook
+    forced = odin("up", *flags, "--converge")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "ansible: 0 changed, status successful" in forced.stdout, forced.stdout
     assert pids(stack) == before
 
 
@@ -331,6 +337,7 @@ def test_scaling_to_three_workers_adds_one_and_restarts_nothing(full_stack: tupl
 
 
 def test_killed_services_are_restored_by_the_next_up(full_stack: tuple[Stack, list[str]]) -> None:
+    """Nothing changed since the last converge, but services are down: `up` converges."""
     stack, flags = full_stack
     before = pids(stack)
     victims = ["victoria-metrics@victoria-metrics", "spark-worker-2@worker"]
@@ -339,6 +346,7 @@ def test_killed_services_are_restored_by_the_next_up(full_stack: tuple[Stack, li
     assert odin("status", flags[0], flags[1]).returncode == 1
     r = odin("up", *flags)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "ansible: 2 changed" in r.stdout, r.stdout
     after = pids(stack)
     assert all(after[v] not in (None, before[v]) for v in victims)
     assert {k: v for k, v in after.items() if k not in victims} == {k: v for k, v in before.items() if k not in victims}

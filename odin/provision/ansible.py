@@ -26,6 +26,9 @@ class TaskFailure:
     message: str
 
 
+SKIPPED = "skipped"  # a PlaybookResult's status when Odin had no reason to run it (odin/provision/converged.py)
+
+
 @dataclass
 class PlaybookResult:
     playbook: str
