@@ -256,7 +256,9 @@ class Stack:
             airflow_dags_paused=spec.airflow_dags_paused,
             services=before_services | spec.selected,
         ).save(self.state_dir, self.environment)
-        statuses = healthy or [settled_status(n) for n in planned.values() if n["role"] in spec.selected]
+        # After a failed converge, the status as it is: what it never started would not become healthy by waiting.
+        status_of = settled_status if result.ok else node_status
+        statuses = healthy or [status_of(n) for n in planned.values() if n["role"] in spec.selected]
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")

@@ -95,6 +95,16 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, args: list[
     assert not (tmp_path / "run").exists() and not (tmp_path / "terraform" / "local" / "terraform.tfstate").exists()
 
 
+def test_a_converge_that_fails_says_why_at_once(tmp_path: Path) -> None:
+    """Ansible fails before any service starts (here: no such strategy): `up` reports Ansible's error at once, rather
+    than waiting for services that were never started to become healthy (90 s each)."""
+    env = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1", "ODIN_ANSIBLE_STRATEGY": "no_such_strategy"}
+    flags = ["--only", "victoria_metrics", "--state-dir", str(tmp_path), *port_flags(stack_ports())]
+    r = subprocess.run([str(BIN_DIR / "odin"), "up", *flags], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "no_such_strategy" in r.stderr and "failed" in r.stderr, r.stderr
+
+
 def test_a_cluster_placed_nowhere_is_refused_naming_the_flag(tmp_path: Path) -> None:
     """`--on` is where a cluster's hosts are; `--env` the Odin environment that records it."""
     r = odin("cluster", "create", "pricing", "main", "--on", "moon", "--state-dir", str(tmp_path))
