@@ -23,7 +23,8 @@ if "AIRFLOW_HOME" not in os.environ:
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # Every JVM the suite starts (local sessions, Spark daemons, drivers and executors the workers launch, ZooKeeper)
 # compiles with C1 only: the JVMs live minutes, and on CI's two cores C2's compiler threads took CPU from the tests
-# (~40% of a short Spark job's CPU; docs/decisions.md). Daggers in production keep C2 for their throughput.
+# (~40% of a short Spark job's CPU; docs/decisions.md). The daggers' own JVMs are given it by the platform too
+# (jobs/engine/session.py DAGGER_JVM); this reaches the Spark daemons and ZooKeeper as well.
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 # Stands for a secret in the shell of whoever runs `odin up`: no daemon Odin starts, nor a driver one of them
 # launches, may inherit it (tests/test_daemon_env.py).

@@ -26,7 +26,7 @@ import psutil
 from jobs.engine import jvm_archive
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
-from jobs.engine.session import QUICK_JIT
+from jobs.engine.session import DAGGER_JVM
 from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
 from jobs.lifecycle import START_TIMEOUT_S
 from jobs.lifecycle.logs import (
@@ -287,7 +287,7 @@ class Daggers:
             args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
             # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
             # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
-            java_options = f"{jvm_archive.java_options()} {QUICK_JIT}"
+            java_options = f"{jvm_archive.java_options()} {DAGGER_JVM}"
             properties = {
                 "spark.app.name": f"dagger-{spec.team}-{spec.name}",
                 "spark.master": record.addresses["master_url"],
