@@ -233,7 +233,8 @@ class Stack:
                 return UpReport(plan, removed, gone)
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         ensure_secret(self.rest_secret_file)  # the master's REST endpoint runs whatever it is sent: never open
-        inputs = converged.digest("site.yml", build_inventory(planned), self._extravars(), limit, converged.inputs())
+        files = [*converged.inputs(), self.rest_secret_file]  # a new secret must reach the master's configuration
+        inputs = converged.digest("site.yml", build_inventory(planned), self._extravars(), limit, files)
         last = converged.LastConverge(self.state_dir, self.environment)
         healthy: list[NodeStatus] = []
         if not converge and plan.empty and not removed and last.matches(inputs):
