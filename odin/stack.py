@@ -236,14 +236,15 @@ class Stack:
         files = [*converged.inputs(), self.rest_secret_file]  # a new secret must reach the master's configuration
         inputs = converged.digest("site.yml", build_inventory(planned), self._extravars(), limit, files)
         last = converged.LastConverge(self.state_dir, self.environment)
-        healthy: list[NodeStatus] = []
+        unchanged: list[NodeStatus] | None = None  # every selected node's status, when a converge would change nothing
         if not converge and plan.empty and not removed and last.matches(inputs):
             say("checking the services")
-            healthy = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
-        if healthy and all(s.health.ok and s.running for s in healthy):
-            result = PlaybookResult("site.yml", SKIPPED, 0)  # it would change nothing
+            checked = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
+            if all(s.health.ok and s.running for s in checked):
+                unchanged = checked
+        if unchanged is not None:
+            result = PlaybookResult("site.yml", SKIPPED, 0)
         else:
-            healthy = []
             last.forget()  # until this converge succeeds
             result = self._playbook("site.yml", planned, limit, progress)
             if result.ok:
@@ -259,7 +260,7 @@ class Stack:
         ).save(self.state_dir, self.environment)
         # After a failed converge, the status as it is: what it never started would not become healthy by waiting.
         status_of = settled_status if result.ok else node_status
-        statuses = healthy or [status_of(n) for n in planned.values() if n["role"] in spec.selected]
+        statuses = unchanged or [status_of(n) for n in planned.values() if n["role"] in spec.selected]
         report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")

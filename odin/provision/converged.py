@@ -17,7 +17,7 @@ from typing import Any
 from odin.paths import ANSIBLE_DIR, REPO
 
 # Files the roles read through `odin_repo` (a role's config file or a copied lock). Kept beside the roles' own tree
-# by tests/test_odin.py, which fails when a role reads a file of the repository that is not here.
+# by tests/test_converged.py, which fails when a role reads a file of the repository that is not here.
 OUTSIDE_INPUTS = (".ci/requirements.lock", "odin/catalog/streams.yaml", "odin/alerting/rules")
 
 
@@ -58,9 +58,7 @@ class LastConverge:
 
     def record(self, value: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(value + "\n")
-        tmp.replace(self.path)
+        self.path.write_text(value + "\n")  # a torn write matches nothing: the next `up` converges
 
     def forget(self) -> None:
         self.path.unlink(missing_ok=True)
