@@ -43,6 +43,8 @@ $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	@# the whole environment, so once is enough: the editable install adds no module to compile.
 	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -r .ci/requirements.lock
 	$(UV) pip install -q --python $(PY) --no-deps -e .
+	@# Spark's own Python processes import PySpark from its zip, which has no bytecode: compile it too
+	$(PY) jobs/engine/pyspark_archive.py
 	@# the build's copy of the metadata: with the repo on PYTHONPATH (Airflow's processes) its entry points would be
 	@# seen twice, the Daggers plugin loaded twice (an import error on Airflow's dashboard); the venv has its own
 	@rm -rf daggers_platform.egg-info

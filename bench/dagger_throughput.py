@@ -45,7 +45,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import numpy as np
@@ -143,7 +143,13 @@ def measurement(name: str) -> str:
     return name.replace("-", "_")  # a PromQL metric name has no '-'
 
 
-def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float, float, float]:
+class Seen(NamedTuple):
+    at_s: float  # started, seconds after the dagger's first process (clock ticks: 10 ms)
+    mb: float  # peak RSS
+    cpu_s: float  # CPU time used (user + system)
+
+
+def rss_mb(pid: int, per_process: dict[str, Seen] | None = None) -> tuple[float, float, float]:
     """Resident memory of the dagger started as `pid` (a session leader): RSS of its process group, RSS of its
     process tree, and the tree's proportional set size (PSS).
 
@@ -151,13 +157,15 @@ def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float
     source planning and reading) put themselves in process groups of their own (os.setpgid in pyspark/daemon.py),
     so only the tree, every descendant of `pid`, has them and their forked workers. RSS counts a page shared by
     forked processes (or a file mapped by several) once per process; PSS shares it out, so the tree's PSS is the
-    memory the dagger takes from the machine. `per_process`: each process's peak RSS so far, by `_role`."""
+    memory the dagger takes from the machine. `per_process`: each process's start and peak RSS so far, by `_role`."""
     procs: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, pgrp, rss pages)
+    started: dict[int, tuple[int, int]] = {}  # pid -> (start, CPU used), clock ticks
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             procs[int(stat.parent.name)] = (int(fields[1]), int(fields[2]), int(fields[21]))
-        except (OSError, IndexError, ValueError):  # fields 4, 5, 24 of stat: ppid, pgrp, rss in pages
+            started[int(stat.parent.name)] = (int(fields[19]), int(fields[11]) + int(fields[12]))
+        except (OSError, IndexError, ValueError):  # fields 4, 5, 14-15, 22, 24 of stat: ppid, pgrp, CPU, start, rss
             continue
     children: dict[int, list[int]] = defaultdict(list)
     for child, (parent, _, _) in procs.items():
@@ -174,10 +182,13 @@ def rss_mb(pid: int, per_process: dict[str, float] | None = None) -> tuple[float
     page = resource.getpagesize() / 2**20
     group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
     if per_process is not None:
+        tick = os.sysconf("SC_CLK_TCK")
         for p in tree & procs.keys():  # a daemon is in the group until it makes its own: marked as last seen
             role = f"{_role(p)} [{p}]"
-            mb = max(per_process.pop(role, per_process.pop(f"{role} (group)", 0.0)), procs[p][2] * page)
-            per_process[f"{role} (group)" if procs[p][1] == pid else role] = mb
+            seen = per_process.pop(role, per_process.pop(f"{role} (group)", Seen(0.0, 0.0, 0.0)))
+            at = (started[p][0] - started.get(pid, started[p])[0]) / tick
+            mb, cpu = max(seen.mb, procs[p][2] * page), max(seen.cpu_s, started[p][1] / tick)
+            per_process[f"{role} (group)" if procs[p][1] == pid else role] = Seen(at, mb, cpu)
     return group, sum(procs[p][2] for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
 
 
@@ -501,7 +512,7 @@ class Startup:
     first_row_s: float | None  # process start -> first sample of the dagger's measurement in VictoriaMetrics
     peak_rss_mb: float  # the process tree's (rss_mb), until the first row
     peak_group_rss_mb: float  # the process group's
-    per_process_mb: dict[str, float]  # each process's peak RSS, by role
+    per_process: dict[str, Seen]  # each process's start and peak RSS, by role
     peak_pss_mb: float  # the process tree's proportional set size
 
 
@@ -551,7 +562,7 @@ def startup(state: Path, kafka: str, vm: str) -> Startup:
     metric = f"{measurement('surge-startup')}_num_of_bookings"
     timeline_path, log_path = state / "startup-timeline.jsonl", state / "startup.log"
     peak = [0.0, 0.0, 0.0]  # process group RSS, process tree RSS, process tree PSS
-    per_process: dict[str, float] = {}
+    per_process: dict[str, Seen] = {}
     first_row: float | None = None
     with log_path.open("w") as log:
         t0 = time.time()
@@ -682,13 +693,18 @@ def startup_table(s: Startup) -> Table:
 
 
 def processes_table(s: Startup) -> Table:
-    """Each process of the start-up run's tree, by its peak RSS (processes of under 10 MB left out)."""
-    table = Table(title="Its processes, by peak RSS until the first row", title_justify="left")
+    """Each process of the start-up run's tree in the order they started, with its peak RSS (processes of under
+    10 MB left out): Spark's Python processes start one after the other, and this shows the chain."""
+    table = Table(title="Its processes, by start: peak RSS and CPU until the first row", title_justify="left")
     table.add_column("process [pid]")
+    table.add_column("started (s)", justify="right")
     table.add_column("peak RSS", justify="right")
-    for role, mb in sorted(s.per_process_mb.items(), key=lambda kv: -kv[1]):
-        if mb >= 10:
-            table.add_row(role, f"{mb:,.0f} MB")
+    table.add_column("CPU (s)", justify="right")
+    for role, seen in sorted(s.per_process.items(), key=lambda kv: kv[1].at_s):
+        if seen.mb >= 10:
+            table.add_row(role, f"{seen.at_s:.2f}", f"{seen.mb:,.0f} MB", f"{seen.cpu_s:.2f}")
+    cpu = sum(seen.cpu_s for seen in s.per_process.values())
+    table.add_row("all of them", "", "", f"{cpu:.1f}")
     return table
 
 

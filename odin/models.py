@@ -14,9 +14,10 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, ValidationError
 
-SLUG = r"^[a-z][a-z0-9-]{0,62}$"
-IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
-ENV_VAR = r"^[A-Z_][A-Z0-9_]*$"
+from odin.names import ENV_VAR as ENV_VAR
+from odin.names import IDENTIFIER as IDENTIFIER
+from odin.names import SLUG as SLUG
+
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600}
 
 

@@ -25,6 +25,7 @@ from jobs.engine.kafka_source import range_reader_config
 from jobs.engine.offsets import DataLossError
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.runner import run
+from jobs.engine.source_stream import SourceStream
 from jobs.spec import KafkaSettings, StreamSpec, parse_spec
 from loki.faults.network import Link, remove_rules
 from odin import victoria
@@ -302,7 +303,8 @@ def test_a_partition_of_many_small_batches_is_read_on_tansu(own_broker: tuple[St
     assert producer.flush(120) == 0
     stream = StreamSpec(table="t", topics=[topic], proto="daggers.events.BookingLog",
                         kafka=KafkaSettings(bootstrap_servers=bootstrap))  # fmt: skip
-    consumer = Consumer(range_reader_config(stream, topic))  # as the dagger's reads of planned ranges are
+    # configured as the dagger's reads of planned ranges are
+    consumer = Consumer(range_reader_config(SourceStream.of(stream), topic))
     try:
         consumer.assign([TopicPartition(topic, 0, 300_000)])
         deadline, got = time.monotonic() + 20, []
@@ -318,11 +320,12 @@ import sys, time
 from confluent_kafka import KafkaException
 from jobs.engine.kafka_source import KafkaStreamReader, SourceOptions
 from jobs.engine.offsets import Partition
+from jobs.engine.source_stream import SourceStream
 from jobs.spec import KafkaSettings, StreamSpec
 bootstrap, topic = sys.argv[1:]
 stream = StreamSpec(table="t", topics=[topic], proto="daggers.events.BookingLog",
                     kafka=KafkaSettings(bootstrap_servers=bootstrap))
-planner = KafkaStreamReader(SourceOptions(stream, None, []))
+planner = KafkaStreamReader(SourceOptions(SourceStream.of(stream), None, []))
 print("connecting", time.time(), flush=True)
 deadline, seen = time.monotonic() + 90, 0
 while time.monotonic() < deadline:

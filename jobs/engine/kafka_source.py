@@ -22,7 +22,7 @@ from dataclasses import astuple, dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,11 +33,14 @@ from pyspark.sql.types import StructType
 
 from jobs.engine.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
 from jobs.engine.offsets import Clock, DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+from jobs.engine.source_stream import SourceStream
 from jobs.events.predicates import Predicate
 from jobs.events.protobuf import ROWTIME, Computed, Decoder, find_message
-from jobs.spec import StreamSpec
 from odin.kafka.ends import fetched_end
 from odin.teams import secrets as team_secrets
+
+if TYPE_CHECKING:
+    from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
@@ -54,7 +57,7 @@ WARM_WAIT_S = 5.0
 class SourceOptions:
     """What the source needs, carried as one JSON option (Spark lower-cases option keys, not values)."""
 
-    stream: StreamSpec
+    stream: SourceStream
     columns: list[str] | None  # top-level fields the query uses; None = all
     schemas: list[str]  # extra descriptor sets
     flush_at_micros: int | None = None  # `--once` end of input: sentinel row time
@@ -68,7 +71,7 @@ class SourceOptions:
     def to_option(self) -> str:
         return json.dumps(
             {
-                "stream": self.stream.model_dump(mode="json"),
+                "stream": self.stream.to_json(),
                 "columns": self.columns,
                 "schemas": self.schemas,
                 "flush_at_micros": self.flush_at_micros,
@@ -86,7 +89,7 @@ class SourceOptions:
         d = json.loads(raw)
         computed = tuple(Computed(n, f, tuple((k, v) for k, v in args)) for n, f, args in d["computed"])
         filters = tuple(Predicate(c, op, tuple(values)) for c, op, values in d["filters"])
-        stream = StreamSpec.model_validate(d["stream"])
+        stream = SourceStream.from_json(d["stream"])
         rule = None if d["late_rule"] is None else WindowRule(*d["late_rule"])
         flush_at, clock, delay, secrets = d["flush_at_micros"], d["clock_dir"], d["delay_us"], d["secrets_file"]
         return cls(stream, d["columns"], d["schemas"], flush_at, computed, filters, clock, delay, rule, secrets)
@@ -129,7 +132,7 @@ RANGE_FETCH_WAIT_MS = 500
 GIVE_UP_ON_CONNECTION_MS = 10_000  # ample for TCP, TLS and SASL to a remote cluster, and for any request
 
 
-def range_reader_config(stream: StreamSpec, topic: str) -> dict[str, Any]:
+def range_reader_config(stream: SourceStream, topic: str) -> dict[str, Any]:
     """librdkafka settings of the consumer that reads a planned range of `topic`."""
     return kafka_config(
         stream,
@@ -146,7 +149,7 @@ def range_reader_config(stream: StreamSpec, topic: str) -> dict[str, Any]:
     )
 
 
-def kafka_config(stream: StreamSpec, *, consumer: bool | None = None, **extra: Any) -> dict[str, Any]:
+def kafka_config(stream: StreamSpec | SourceStream, *, consumer: bool | None = None, **extra: Any) -> dict[str, Any]:
     """librdkafka settings for a client of the stream's cluster. Consumer-only settings go to consumers only: a
     producer or admin client given one logs a CONFWARN line each time it starts. `consumer` says which client this
     is; by default, one given a `group.id` (every consumer has one, other clients none)."""
@@ -477,7 +480,7 @@ def warm(option: str, task: int) -> int:
         consumer.close()
 
 
-def _gone(part: RangePartition, position: int, stream: StreamSpec) -> bool:
+def _gone(part: RangePartition, position: int, stream: SourceStream) -> bool:
     """Whether the rest of the planned range is no longer on the broker (retention deleted it after the batch was
     planned, or the broker lost its data): DataLossError, or with `fail_on_data_loss: false` the rest is skipped,
     as Spark's Kafka source does (logged; the next batch's plan reports the gap). Asked when the range stalls or the
@@ -501,7 +504,7 @@ def _gone(part: RangePartition, position: int, stream: StreamSpec) -> bool:
 
 
 def read_range(
-    stream: StreamSpec,
+    stream: SourceStream,
     decoder: Decoder,
     part: RangePartition,
     dead_letters: bool = True,
@@ -613,7 +616,7 @@ class DeadLetters:
     """Undecodable events, counted, and with `write` sent to `<topic>.dlq`, keyed `topic/partition/offset` (a replay
     re-sends the same keys)."""
 
-    def __init__(self, stream: StreamSpec, write: bool = True) -> None:
+    def __init__(self, stream: SourceStream, write: bool = True) -> None:
         self.stream = stream
         self.topic = stream.dead_letter_topic
         self.write = write

@@ -31,6 +31,7 @@ from jobs.engine.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader
 from jobs.engine.offsets import plan_batch
 from jobs.engine.plan import DaggerPlan
 from jobs.engine.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
+from jobs.engine.source_stream import SourceStream
 from jobs.engine.telemetry import OBSERVED, Telemetry, dropped_by_watermark, event_rows, late_events
 from jobs.events.protobuf import EVENTS, INTERNAL, LATE, ROWTIME, SENTINEL, WATERMARK
 from jobs.sinks import open_sink
@@ -85,7 +86,7 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> Sour
     sp = plan.streams[i]
     clock_dir = str((plan.checkpoint / "event_time" / str(i)).absolute())
     delay_us = int(plan.spec.watermark_delay.total_seconds() * 1_000_000)
-    stream = plan.spec.streams[i]
+    stream = SourceStream.of(plan.spec.streams[i])
     secrets = str(plan.secrets.absolute())
     return SourceOptions(
         stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule, secrets

@@ -13,10 +13,10 @@ from functools import reduce
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-COMPARISONS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater}
-COMPARISONS |= {">=": pc.greater_equal}
+# Arrow's compute functions by operator. pyarrow.compute is imported where a predicate is evaluated: the source's
+# planning processes import this module too, and never evaluate one (75 ms each, docs/decisions.md).
+COMPARISONS = {"=": "equal", "<>": "not_equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 STRING_OPERATORS = frozenset({"=", "<>", "in", "not in"})  # no ordering: Spark's and Arrow's could differ
 
 
@@ -32,10 +32,12 @@ class Predicate:
 
     def mask(self, column: pa.Array) -> pa.Array:
         """True where the row passes, null where Spark's result would be null (a null field)."""
+        import pyarrow.compute as pc
+
         if pa.types.is_integer(column.type):
             column = column.cast(pa.int64())
         if self.op in COMPARISONS:
-            return COMPARISONS[self.op](column, pa.scalar(self.values[0], column.type))
+            return pc.call_function(COMPARISONS[self.op], [column, pa.scalar(self.values[0], column.type)])
         found = pc.is_in(column, value_set=pa.array(self.values, column.type))
         if self.op == "in":
             return pc.if_else(pc.is_valid(column), found, None)
@@ -44,5 +46,7 @@ class Predicate:
 
 def passing(predicates: tuple[Predicate, ...], columns: dict[str, pa.Array]) -> pa.Array:
     """The rows every predicate keeps (Spark's WHERE: null counts as false)."""
+    import pyarrow.compute as pc
+
     masks = [p.mask(columns[p.column]) for p in predicates]
     return reduce(pc.and_kleene, masks).fill_null(False)

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.descriptor_pool import DescriptorPool
@@ -251,6 +250,8 @@ class Decoder:
 
     def _rowtimes(self, raw: pa.RecordBatch) -> npt.NDArray[np.int64]:
         """Event times in µs; 0 when an event has none (unset, or the epoch itself)."""
+        import pyarrow.compute as pc  # here, not at the top: the source's planning processes never decode
+
         values: pa.Array = raw.column(self.timestamp_path[0])
         for part in self.timestamp_path[1:]:
             values = pc.struct_field(values, part)  # null where a parent message is unset

@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from odin.models import ENV_VAR
+from odin.names import ENV_VAR
 
 ENV_NAME = re.compile(ENV_VAR)
 
