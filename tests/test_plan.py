@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from jobs.engine.plan import plan_dagger
+from jobs.engine.source_stream import SourceKafka, SourceStream
 from jobs.engine.status import read_status, status_path
 from jobs.spec import parse_spec
 from jobs.sql import parse
@@ -66,3 +67,30 @@ def test_a_driver_refuses_a_plan_other_than_the_one_deployed(tmp_path: Path) -> 
     status = read_status(status_path(plan.checkpoint))
     assert status is not None and status.phase == "failed" and status.run == "r1"
     assert f"the plan on this worker ({plan.fingerprint}) is not the one deployed (0123456789abcdef)" in status.error
+
+
+def test_the_stream_crosses_into_sparks_processes_whole(tmp_path: Path) -> None:
+    """What the source's Spark processes get (plain data, jobs/engine/source_stream.py) is the validated spec's."""
+    spec = _spec(tmp_path, {"type": "log"})
+    spec["streams"][0] |= {
+        "timestamp_field": "event_timestamp",
+        "idle_timeout": "90s",
+        "dlq_topic": "bookings.errors",
+        "kafka": {
+            "bootstrap_servers": "127.0.0.1:9092,127.0.0.1:9093",
+            "start": "latest",
+            "max_events_per_trigger": 5000,
+            "fail_on_data_loss": False,
+            "outage_tolerance": "2m",
+            "consumer_group": "lag-tools",
+            "high_watermark": "probe",
+            "config": {"security.protocol": "SASL_PLAINTEXT"},
+            "password_env": "KAFKA_PASSWORD",
+        },
+    }
+    stream = parse_spec(spec).streams[0]
+    seen = SourceStream.from_json(json.loads(json.dumps(SourceStream.of(stream).to_json())))
+    assert seen == SourceStream.of(stream)
+    assert (seen.topics, seen.proto, seen.dead_letter_topic) == (("bookings",), stream.proto, "bookings.errors")
+    assert (seen.idle_timeout, seen.kafka.outage_tolerance) == (stream.idle_timeout, stream.kafka.outage_tolerance)
+    assert seen.kafka == SourceKafka(**{k: v for k, v in stream.kafka if k != "cluster"})  # all but the catalog name
