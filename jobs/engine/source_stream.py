@@ -8,7 +8,7 @@ was validated at the edge, and what crosses into Spark is trusted.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -41,18 +41,8 @@ class SourceStream:
     @classmethod
     def of(cls, spec: StreamSpec) -> SourceStream:
         """From a resolved stream spec (its topics and message known)."""
-        k = spec.kafka
-        kafka = SourceKafka(
-            k.bootstrap_servers,
-            k.start,
-            k.max_events_per_trigger,
-            k.fail_on_data_loss,
-            k.outage_tolerance,
-            k.consumer_group,
-            k.high_watermark,
-            k.password_env,
-            dict(k.config),
-        )
+        # by name: several settings share a type, and a swapped pair would pass unnoticed
+        kafka = SourceKafka(**{f.name: getattr(spec.kafka, f.name) for f in fields(SourceKafka)})
         return cls(
             tuple(spec.topics), spec.proto, spec.timestamp_field, spec.idle_timeout, spec.dead_letter_topic, kafka
         )
