@@ -313,7 +313,8 @@ def run(
     ] = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`."""
+    """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`. SIGUSR1 drains
+    a running dagger: it reads what is left, emits every window as `--once` does, and exits."""
     from jobs.engine.runner import run as run_dagger
     from jobs.engine.runner import session_for
     from jobs.engine.telemetry import event_rows, sentinel_rows

@@ -526,9 +526,10 @@ class Simulation:
     def _stop_consumers(self) -> None:
         for name, c in self.result.consumers.items():
             try:
-                consumer_ops.stop(c, self.daggers, self.actor)
                 self.say(f"draining consumer {name}")
-                consumer_ops.drain(c, self.registry)
+                if not consumer_ops.drained_in_place(c):
+                    consumer_ops.stop(c, self.daggers, self.actor)
+                    consumer_ops.drain(c, self.registry)
                 self.journal("consumer.drained", consumer=name)
             except Exception as e:
                 self.result.errors.append(f"consumer {name}: {e}")

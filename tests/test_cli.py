@@ -14,10 +14,12 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import psutil
 import yaml
 from confluent_kafka.admin import AdminClient
 from py4j.protocol import Py4JJavaError, Py4JNetworkError
@@ -160,6 +162,56 @@ def test_run_once_is_quiet_and_still_writes_dead_letters(services: Services, tmp
     assert "batch 0: " in r.stdout and f"done: {len(events)} events" in r.stdout, r.stdout
     assert surge_rows(out_file) == surge_truth(events)
     assert len(consume_all(services.kafka_bootstrap, f"{topic}.dlq")) == bad  # the streaming reader writes them
+
+
+def test_sigusr1_drains_a_running_dagger_in_its_own_jvm(services: Services, tmp_path: Path) -> None:
+    """Loki's end of a run: the running dagger reads what is left, including events sent after it started, emits
+    every window (the last ones too, which no later event closes) and exits 0, with no second JVM."""
+    topic = new_topic(services, partitions=2)
+    first = list(booking_logs(2_000, seed=73, start=START, rate=100))
+    produce(services.kafka_bootstrap, topic, (e.SerializeToString() for e in first), partitions=2)
+    out_file, log = tmp_path / "surge.jsonl", tmp_path / "run.out"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out_file)})
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(BIN_DIR / "dagger"), "run", str(spec_file(spec, tmp_path))],
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and "batch 0: " not in log.read_text():
+            time.sleep(0.2)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        later = list(booking_logs(1_000, seed=74, start=START + timedelta(seconds=len(first) / 100), rate=100))
+        produce(services.kafka_bootstrap, topic, (e.SerializeToString() for e in later), partitions=2)
+        jvms = set(_jvms_of(proc.pid))
+        os.kill(proc.pid, signal.SIGUSR1)  # to the dagger's own process, as Loki sends it
+        while time.monotonic() < deadline and proc.poll() is None:
+            jvms |= set(_jvms_of(proc.pid))
+            time.sleep(0.2)
+        code = proc.wait(30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    text = log.read_text()
+    assert code == 0 and f"done: {len(first) + len(later)} events" in text, text[-3000:]
+    assert "end of input, closing every window" in text, text[-3000:]
+    assert surge_rows(out_file) == surge_truth(first + later)
+    assert len(jvms) == 1, jvms
+
+
+def _jvms_of(group: int) -> list[int]:
+    """The Spark JVMs of a process group (the dagger's)."""
+    jvms = []
+    for p in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if p.info["name"] == "java" and os.getpgid(p.pid) == group:
+                jvms.append(p.pid)
+    return jvms
 
 
 def test_a_python_worker_slower_to_start_than_sparks_fixed_10_s_costs_a_retry_not_the_run(

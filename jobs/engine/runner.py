@@ -151,10 +151,11 @@ def run(
     on_idle: Callable[[], None] | None = None,
 ) -> RunResult:
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
-    is available, close every window, and return. The checkpoint must be this dagger's (jobs/engine/checkpoint.py);
-    `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called every IDLE_BEAT_S without progress while
-    the query waits between triggers: Spark reports none while a stream is quiet, which is not a stall (while a
-    batch runs, no beat: a hung one is)."""
+    is available, close every window, and return. SIGUSR1 drains a running dagger: it stops taking triggers, then
+    does what `once` does in the JVM it has (Loki's end of a run: no second start-up). The checkpoint must be this
+    dagger's (jobs/engine/checkpoint.py); `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called
+    every IDLE_BEAT_S without progress while the query waits between triggers: Spark reports none while a stream is
+    quiet, which is not a stall (while a batch runs, no beat: a hung one is)."""
     spec = plan.spec
     # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
@@ -200,6 +201,8 @@ def run(
         log.info("start: query started")
         return query
 
+    drain = {"requested": False}
+
     def follow(q: StreamingQuery, closing: bool = False) -> None:
         seen: set[tuple[str, int]] = set()
         stop = {"requested": False}
@@ -208,10 +211,16 @@ def run(
             log.info("signal %s: stopping after the current batch", signum)
             stop["requested"] = True
 
+        def on_drain(_signum: int, _frame: Any) -> None:
+            if not once:
+                log.info("drain asked: stopping the query to read what is left and close every window")
+                drain["requested"] = True
+
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
         beat = time.monotonic()
         try:
-            while q.isActive and not stop["requested"]:
+            while q.isActive and not stop["requested"] and not (drain["requested"] and not once):
                 q.awaitTermination(0.5)
                 for p in q.recentProgress:
                     key = (p["runId"], p["batchId"])
@@ -269,6 +278,9 @@ def run(
 
     try:
         started_and_followed(plan.checkpoint)
+        if drain["requested"] and not result.stopped:
+            once = True  # `start` reads it: the query again on its checkpoint, now until it has read what is there
+            started_and_followed(plan.checkpoint)
         last = checkpoint.last_committed_batch(plan.checkpoint)
         if not once or result.stopped or last is None:
             return result

@@ -1,8 +1,9 @@
 """The daggers an experiment runs on its load: `local` ones are `dagger run` processes Loki starts (inside their
 network link when a network fault aims at them, with their checkpoint on a tmpfs when a disk fault does);
 `cluster` ones are deployed on the target's team cluster through the dagger lifecycle. At the end every consumer
-is stopped and drained: a `dagger run --once` on its checkpoint reads what is left and closes every open window,
-so every acknowledged event is accounted for in the sink.
+is stopped and drained: what is left on its checkpoint is read and every open window closed, so every acknowledged
+event is accounted for in the sink. A local dagger drains itself (SIGUSR1: in the JVM it has, no second start-up); a
+cluster's is stopped, then drained by a `dagger run --once` on its checkpoint, as is a local one that could not.
 """
 
 from __future__ import annotations
@@ -162,6 +163,28 @@ def stop(consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: flo
         proc.wait(30)
 
 
+def drained_in_place(consumer: Consumer, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
+    """A running local dagger told to drain (jobs/engine/runner.py): True once it exited 0. False if it was not
+    running, or failed: it is then stopped and drained from its checkpoint (`stop`, `drain`), which is exact either
+    way, its sink being idempotent per batch."""
+    proc = consumer.process
+    if consumer.placement == "cluster" or proc is None or proc.poll() is not None:
+        return False
+    _clear_disk(consumer)
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGUSR1)
+    try:
+        return proc.wait(timeout_s) == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _clear_disk(consumer: Consumer) -> None:
+    if consumer.disk is not None:
+        for leftover in (".loki-filler", ".loki-last-bytes"):  # a disk fault's, if a halt came mid-fault
+            (consumer.disk / leftover).unlink(missing_ok=True)
+
+
 def drain(consumer: Consumer, registry: Registry) -> None:
     """Read what is left on the consumer's checkpoint and close every open window (`dagger run --once`)."""
     spec = consumer.spec
@@ -171,9 +194,7 @@ def drain(consumer: Consumer, registry: Registry) -> None:
             raise ConsumerError(f"consumer {consumer.name}: {spec.qualified_name} is not in the registry")
         spec = spec.model_copy(update={"checkpoint_dir": Path(record.checkpoint)})
         consumer.spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
-    if consumer.disk is not None:
-        for leftover in (".loki-filler", ".loki-last-bytes"):  # a disk fault's, if a halt came mid-fault
-            (consumer.disk / leftover).unlink(missing_ok=True)
+    _clear_disk(consumer)
     started = time.monotonic()
     with consumer.log_file.open("ab") as log:
         done = subprocess.run(
