@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -52,6 +53,29 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running(spec: Path, log: Path, until: str, timeout_s: float = 400) -> Iterator[subprocess.Popen[bytes]]:
+    """`dagger run SPEC` in a process group of its own, once `until` is in its output; the group is gone after."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(BIN_DIR / "dagger"), "run", str(spec)],
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and proc.poll() is None and until not in log.read_text():
+            time.sleep(0.2)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
 
 
 def with_malformed(events: list[Any], every: int = 100) -> tuple[list[bytes], int]:
@@ -103,25 +127,9 @@ def test_a_sink_refusing_writes_fails_with_its_message_even_when_stopped(
     spec = surge_spec(services, topic, {**team_db.sink("surge"), "dsn": dsn})
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 4_000
     log = tmp_path / "run.out"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(BIN_DIR / "dagger"), "run", str(spec_file(spec, tmp_path))],
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=out,
-            stderr=out,
-        )
-    try:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline and proc.poll() is None and "attempt 1 failed" not in log.read_text():
-            time.sleep(0.2)
-        assert proc.poll() is None, log.read_text()[-3000:]
+    with running(spec_file(spec, tmp_path), log, until="attempt 1 failed") as proc:
         os.kill(proc.pid, signal.SIGTERM)  # the sink retries for 7.5 s more, then gives up
         code = proc.wait(120)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
     text = log.read_text()
     assert code == 1 and "stopped by signal" not in text, text[-3000:]
     assert "Traceback" not in text and "JVM stacktrace" not in text, text[-3000:]
@@ -172,31 +180,16 @@ def test_sigusr1_drains_a_running_dagger_in_its_own_jvm(services: Services, tmp_
     produce(services.kafka_bootstrap, topic, (e.SerializeToString() for e in first), partitions=2)
     out_file, log = tmp_path / "surge.jsonl", tmp_path / "run.out"
     spec = surge_spec(services, topic, {"type": "log", "path": str(out_file)})
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(BIN_DIR / "dagger"), "run", str(spec_file(spec, tmp_path))],
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=out,
-            stderr=out,
-        )
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and "batch 0: " not in log.read_text():
-            time.sleep(0.2)
-        assert proc.poll() is None, log.read_text()[-3000:]
+    with running(spec_file(spec, tmp_path), log, until="batch 0: ") as proc:
         later = list(booking_logs(1_000, seed=74, start=START + timedelta(seconds=len(first) / 100), rate=100))
         produce(services.kafka_bootstrap, topic, (e.SerializeToString() for e in later), partitions=2)
         jvms = set(_jvms_of(proc.pid))
         os.kill(proc.pid, signal.SIGUSR1)  # to the dagger's own process, as Loki sends it
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             jvms |= set(_jvms_of(proc.pid))
             time.sleep(0.2)
         code = proc.wait(30)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
     text = log.read_text()
     assert code == 0 and f"done: {len(first) + len(later)} events" in text, text[-3000:]
     assert "end of input, closing every window" in text, text[-3000:]
