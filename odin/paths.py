@@ -16,6 +16,17 @@ ANSIBLE_DIR = REPO / "ansible"
 BIN_DIR = Path(sys.executable).parent  # the venv's bin: ansible-playbook, spark-class, airflow
 
 
+def write_atomic(path: Path, text: str, mode: int = 0o666) -> None:
+    """Write a file whole or not at all: a reader (another process: a driver starting, a planner) sees the old file
+    or the new one, never half of one. The temporary file beside it is this process's; `mode` as `open` takes it (the
+    umask applies)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def default_state_dir() -> Path:
     """`ODIN_HOME` if set (tests point it at a temp dir), else `<repo>/.local`."""
     return Path(os.environ.get("ODIN_HOME", REPO / ".local")).resolve()

@@ -26,6 +26,7 @@ from jobs.engine.plan import DaggerPlan
 from jobs.sql import builtins
 from jobs.sql.parse import parse_query
 from jobs.udfs import SCALAR_UDFS
+from odin.paths import write_atomic
 
 IDENTITY = "dagger.json"
 FORMAT = 2  # 2: offsets as in jobs/engine/offsets.py and sink batch ids as above
@@ -194,9 +195,7 @@ def prepare(plan: DaggerPlan, reset: bool = False) -> Identity:
         wanted = wanted.model_copy(update={"sink_batch_base": made.sink_batch_base})
     # A checkpoint from before identities (no dagger.json) is adopted as it is: its ids were Spark's, smaller.
     checkpoint.mkdir(parents=True, exist_ok=True)
-    tmp = checkpoint / f".{IDENTITY}.tmp"
-    tmp.write_text(json.dumps(wanted.model_dump(mode="json"), indent=2) + "\n")
-    tmp.replace(checkpoint / IDENTITY)
+    write_atomic(checkpoint / IDENTITY, json.dumps(wanted.model_dump(mode="json"), indent=2) + "\n")
     return wanted
 
 

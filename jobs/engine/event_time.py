@@ -26,7 +26,6 @@ make the others' events late.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jobs.engine.offsets import Clock, Partition
+from odin.paths import write_atomic
 
 
 @dataclass(frozen=True)
@@ -161,9 +161,10 @@ class EventTimeLog:
     def record(self, p: Partition, start: int, record: Record) -> None:
         folder = self._dir(p)
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{start}.{os.getpid()}"
-        tmp.write_text(json.dumps({"end": record.end, "latest": record.latest, "marker": record.marker}))
-        os.replace(tmp, folder / str(start))  # atomic: the planner never reads half a record
+        # the planner never reads half a record
+        write_atomic(
+            folder / str(start), json.dumps({"end": record.end, "latest": record.latest, "marker": record.marker})
+        )
 
     def recorded(self, p: Partition, start: int) -> Record | None:
         try:

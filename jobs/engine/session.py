@@ -22,7 +22,7 @@ from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
 from jobs.engine import jvm_archive
-from odin.paths import REPO
+from odin.paths import REPO, write_atomic
 
 SHIPPED_PACKAGES = ("jobs", "protos")  # what executors import: the Kafka reader, decoder, UDFs and schema loader
 LOG_FILE_PROPERTY = "dagger.spark.log"
@@ -122,9 +122,7 @@ def quiet_log4j2() -> Path:
     """QUIET_LOG4J2 as a file (log4j2 reads its configuration from a file or URL only)."""
     path = Path(tempfile.gettempdir()) / f"dagger-log4j2-{os.getuid()}.properties"
     if not path.exists() or path.read_text() != QUIET_LOG4J2:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(QUIET_LOG4J2)
-        tmp.replace(path)  # atomic: a JVM starting meanwhile reads a whole file
+        write_atomic(path, QUIET_LOG4J2)  # a JVM starting meanwhile reads a whole file
     return path
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from jobs.engine.telemetry import event_rows, late_events, malformed_and_lost, partition_lags, rates, watermark
+from odin.paths import write_atomic
 
 STATUS_FILE = "status.json"
 OWNER_FILE = "owner"
@@ -100,9 +101,7 @@ def claim(checkpoint: Path, run: str) -> None:
     ends without touching the checkpoint, the sink or the status file: one writer, whatever Spark relaunches."""
     path = checkpoint.parent / OWNER_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(run + "\n")
-    tmp.replace(path)
+    write_atomic(path, run + "\n")
 
 
 def owner(checkpoint: Path) -> str | None:
@@ -115,9 +114,7 @@ def owner(checkpoint: Path) -> str | None:
 
 def write_status(path: Path, status: DaggerStatus) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(status.model_dump_json(indent=2) + "\n")
-    tmp.replace(path)  # atomic: readers never see half a file
+    write_atomic(path, status.model_dump_json(indent=2) + "\n")
 
 
 def read_status(path: Path) -> DaggerStatus | None:

@@ -32,6 +32,7 @@ from odin.alerting.alertmanager import post_alert
 from odin.cluster.health import ClusterHealth
 from odin.cluster.lifecycle import ClusterError, Clusters
 from odin.cluster.secret import rest_token, secret_file
+from odin.paths import write_atomic
 from odin.registry import Refused, Registry
 from odin.registry.records import AlertRecord, ClusterRecord, DaggerRecord, Outcome
 
@@ -95,9 +96,7 @@ class Reports:
         path = runs / f"{report.checked_at:%Y%m%dT%H%M%S%fZ}.json"
         body = report.model_dump_json(indent=2) + "\n"
         path.write_text(body)
-        tmp = self.dir / ".latest.json"
-        tmp.write_text(body)
-        tmp.replace(self.dir / "latest.json")
+        write_atomic(self.dir / "latest.json", body)
         for old in sorted(runs.glob("*.json"))[:-KEEP_REPORTS]:
             old.unlink(missing_ok=True)
         return path

@@ -13,11 +13,11 @@ the master's UI and JSON API. Who set which name, and when, is in the registry's
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 from odin.names import ENV_VAR
+from odin.paths import write_atomic
 
 ENV_NAME = re.compile(ENV_VAR)
 
@@ -49,11 +49,7 @@ class TeamSecrets:
     def _write(self, team: str, values: dict[str, str]) -> None:
         path = self.path(team)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(values, f)
-        os.replace(tmp, path)  # a driver starting meanwhile reads the old file or the new one, never half of one
+        write_atomic(path, json.dumps(values), mode=0o600)  # a driver starting meanwhile reads a whole file
 
 
 def load(path: Path) -> dict[str, str]:
