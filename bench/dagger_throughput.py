@@ -158,38 +158,46 @@ def rss_mb(pid: int, per_process: dict[str, Seen] | None = None) -> tuple[float,
     so only the tree, every descendant of `pid`, has them and their forked workers. RSS counts a page shared by
     forked processes (or a file mapped by several) once per process; PSS shares it out, so the tree's PSS is the
     memory the dagger takes from the machine. `per_process`: each process's start and peak RSS so far, by `_role`."""
-    procs: dict[int, tuple[int, int, int]] = {}  # pid -> (ppid, pgrp, rss pages)
-    started: dict[int, tuple[int, int]] = {}  # pid -> (start, CPU used), clock ticks
+    procs: dict[int, _Proc] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            procs[int(stat.parent.name)] = (int(fields[1]), int(fields[2]), int(fields[21]))
-            started[int(stat.parent.name)] = (int(fields[19]), int(fields[11]) + int(fields[12]))
-        except (OSError, IndexError, ValueError):  # fields 4, 5, 14-15, 22, 24 of stat: ppid, pgrp, CPU, start, rss
+            f = stat.read_text().rsplit(")", 1)[1].split()  # fields 4, 5, 14-15, 22, 24 of stat
+            procs[int(stat.parent.name)] = _Proc(int(f[1]), int(f[2]), int(f[21]), int(f[19]), int(f[11]) + int(f[12]))
+        except (OSError, IndexError, ValueError):
             continue
     children: dict[int, list[int]] = defaultdict(list)
-    for child, (parent, _, _) in procs.items():
-        children[parent].append(child)
+    for child, proc in procs.items():
+        children[proc.ppid].append(child)
     tree, todo = set(), [pid]
     while todo and len(tree) < 10_000:
         p = todo.pop()
         if p not in tree:
             tree.add(p)
             todo.extend(children.get(p, ()))
-    for p in [p for p in tree if p in procs and _spawning(p, procs[p][0])]:
+    for p in [p for p in tree if p in procs and _spawning(p, procs[p].ppid)]:
         tree.discard(p)
         procs.pop(p)
     page = resource.getpagesize() / 2**20
-    group = sum(rss for _, pgrp, rss in procs.values() if pgrp == pid) * page
+    group = sum(proc.rss for proc in procs.values() if proc.pgrp == pid) * page
     if per_process is not None:
         tick = os.sysconf("SC_CLK_TCK")
         for p in tree & procs.keys():  # a daemon is in the group until it makes its own: marked as last seen
             role = f"{_role(p)} [{p}]"
             seen = per_process.pop(role, per_process.pop(f"{role} (group)", Seen(0.0, 0.0, 0.0)))
-            at = (started[p][0] - started.get(pid, started[p])[0]) / tick
-            mb, cpu = max(seen.mb, procs[p][2] * page), max(seen.cpu_s, started[p][1] / tick)
-            per_process[f"{role} (group)" if procs[p][1] == pid else role] = Seen(at, mb, cpu)
-    return group, sum(procs[p][2] for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
+            at = (procs[p].start - procs.get(pid, procs[p]).start) / tick
+            mb, cpu = max(seen.mb, procs[p].rss * page), max(seen.cpu_s, procs[p].cpu / tick)
+            per_process[f"{role} (group)" if procs[p].pgrp == pid else role] = Seen(at, mb, cpu)
+    return group, sum(procs[p].rss for p in tree if p in procs) * page, sum(_pss_kb(p) for p in tree) / 1024
+
+
+class _Proc(NamedTuple):
+    """A process as /proc/PID/stat has it: parent, process group, resident pages, start and CPU in clock ticks."""
+
+    ppid: int
+    pgrp: int
+    rss: int
+    start: int
+    cpu: int
 
 
 def _cmdline(pid: int) -> bytes:

@@ -160,11 +160,17 @@ class Stack:
         return extravars(self.environment, self.state_dir) | {"odin_cluster_secret_file": str(self.rest_secret_file)}
 
     def _playbook(
-        self, name: str, nodes: dict[str, Node], limit: str | None, progress: Progress | None
+        self,
+        name: str,
+        nodes: dict[str, Node],
+        limit: str | None,
+        progress: Progress | None,
+        inputs: tuple[dict[str, Any], dict[str, Any]] | None = None,
     ) -> PlaybookResult:
-        return run_playbook(
-            name, build_inventory(nodes), self._extravars(), self.state_dir / "ansible", limit=limit, on_task=progress
-        )
+        """`inputs`: the inventory of `nodes` and the extra variables the caller built and digested (odin/provision/
+        converged.py): the playbook then runs on exactly what the digest describes."""
+        inventory, variables = inputs or (build_inventory(nodes), self._extravars())
+        return run_playbook(name, inventory, variables, self.state_dir / "ansible", limit=limit, on_task=progress)
 
     def nodes(self) -> dict[str, Node]:
         return self.terraform.outputs().get("nodes", {})
@@ -234,7 +240,8 @@ class Stack:
         limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         ensure_secret(self.rest_secret_file)  # the master's REST endpoint runs whatever it is sent: never open
         files = [*converged.inputs(), self.rest_secret_file]  # a new secret must reach the master's configuration
-        inputs = converged.digest("site.yml", build_inventory(planned), self._extravars(), limit, files)
+        inventory, variables = build_inventory(planned), self._extravars()
+        inputs = converged.digest("site.yml", inventory, variables, limit, files)
         last = converged.LastConverge(self.state_dir, self.environment)
         unchanged: list[NodeStatus] | None = None  # every selected node's status, when a converge would change nothing
         if not converge and plan.empty and not removed and last.matches(inputs):
@@ -246,7 +253,7 @@ class Stack:
             result = PlaybookResult("site.yml", SKIPPED, 0)
         else:
             last.forget()  # until this converge succeeds
-            result = self._playbook("site.yml", planned, limit, progress)
+            result = self._playbook("site.yml", planned, limit, progress, (inventory, variables))
             if result.ok:
                 last.record(inputs)
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
