@@ -323,15 +323,20 @@ class Stack:
         nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         results: list[PlaybookResult] = []
+
+        def stop(group: dict[str, Node]) -> None:
+            # A playbook costs seconds of CPU even with nothing to do (the environment's nodes are all in Terraform's
+            # state, most stacks run a few of them): none where no process of the group runs (stale pid files stay)
+            if any(p.running for n in group.values() for p in processes.of_node(n)):
+                results.append(self._playbook("stop.yml", group, None, progress))
+
         if only is None:
             control = {k: n for k, n in nodes.items() if n["role"] == Service.airflow}
-            if control:
-                results.append(self._playbook("stop.yml", control, None, progress))
+            stop(control)
             if after_control_plane is not None:
                 after_control_plane()
             nodes = {k: n for k, n in nodes.items() if k not in control}
-        if nodes:
-            results.append(self._playbook("stop.yml", nodes, None, progress))
+        stop(nodes)
         # the report shows the first failure, if any
         result = next((r for r in results if not r.ok), results[-1] if results else None)
         if only and result is not None and result.ok:

@@ -33,6 +33,7 @@ from odin.paths import temporary_state_dir as state_dir
 from odin.ports import WORKER_SLOTS, free_block, stack_ports
 from odin.provision.ansible import SKIPPED
 from odin.registry import Registry
+from odin.spec import Service
 from odin.stack import NodeStatus, Stack, settled_status
 from odin.teams.access import PLATFORM_TEAM
 from odin.teams.actor import login
@@ -103,6 +104,23 @@ def test_a_converge_that_fails_says_why_at_once(tmp_path: Path) -> None:
     r = subprocess.run([str(BIN_DIR / "odin"), "up", *flags], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "no_such_strategy" in r.stderr and "failed" in r.stderr, r.stderr
+
+
+def test_down_runs_no_playbook_for_nodes_with_nothing_running() -> None:
+    """Terraform's state holds every node of the environment, a stack runs some: `down` stops those (one playbook:
+    Airflow's nodes, which go first, run nothing here), and a second `down` has nothing to run at all."""
+    with state_dir("down") as path:
+        stack = Stack("local", path)
+        assert stack.up(stack.resolve(1, {Service.victoria_metrics}, stack_ports())).ok
+        artifacts = path / "ansible" / "artifacts"
+        before = set(artifacts.iterdir())
+        first = stack.down()
+        assert first.ok and first.playbook is not None and first.stopped == 1, first
+        assert len(set(artifacts.iterdir()) - before) == 1
+        assert not any(p.running for n in stack.nodes().values() for p in processes.of_node(n))
+        again = stack.down()
+        assert (again.ok, again.playbook, again.stopped) == (True, None, 0), again
+        assert len(set(artifacts.iterdir()) - before) == 1
 
 
 def test_a_cluster_placed_nowhere_is_refused_naming_the_flag(tmp_path: Path) -> None:
