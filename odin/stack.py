@@ -325,10 +325,11 @@ class Stack:
         results: list[PlaybookResult] = []
 
         def stop(group: dict[str, Node]) -> None:
-            # A playbook costs seconds of CPU even with nothing to do (the environment's nodes are all in Terraform's
-            # state, most stacks run a few of them): none where no process of the group runs (stale pid files stay)
-            if any(p.running for n in group.values() for p in processes.of_node(n)):
-                results.append(self._playbook("stop.yml", group, None, progress))
+            # Terraform's state holds every node of the environment, most stacks run a few: the playbook (seconds of
+            # CPU even with nothing to do) goes only to nodes with a process running (stale pid files stay)
+            live = {k: n for k, n in group.items() if any(p.running for p in processes.of_node(n))}
+            if live:
+                results.append(self._playbook("stop.yml", live, None, progress))
 
         if only is None:
             control = {k: n for k, n in nodes.items() if n["role"] == Service.airflow}
