@@ -106,6 +106,7 @@ def test_a_converge_that_fails_says_why_at_once(tmp_path: Path) -> None:
     assert "no_such_strategy" in r.stderr and "failed" in r.stderr, r.stderr
 
 
+@pytest.mark.services  # starts VictoriaMetrics
 def test_down_runs_no_playbook_for_nodes_with_nothing_running() -> None:
     """Terraform's state holds every node of the environment, a stack runs some: `down` stops those (one playbook:
     Airflow's nodes, which go first, run nothing here), and a second `down` has nothing to run at all."""
