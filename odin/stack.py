@@ -326,7 +326,8 @@ class Stack:
 
         def stop(group: dict[str, Node]) -> None:
             # Terraform's state holds every node of the environment, most stacks run a few: the playbook (seconds of
-            # CPU even with nothing to do) goes only to nodes with a process running (stale pid files stay)
+            # CPU even with nothing to do) goes only to nodes with a process running (stale pid files stay). Read
+            # at each stop, not from `running`: a heal that ran before Airflow stopped may have started one since.
             live = {k: n for k, n in group.items() if any(p.running for p in processes.of_node(n))}
             if live:
                 results.append(self._playbook("stop.yml", live, None, progress))
