@@ -249,7 +249,7 @@ SERVICE_FIXTURES = frozenset(
         "own_team",
         "full_stack",  # tests/test_odin.py
         "two_brokers",  # tests/test_kafka_failover.py
-        "airflow_home",  # Airflow's migrated database: tests/test_dags.py
+        "airflow_cli",  # Airflow's CLI on its migrated database: tests/test_dags.py
         "spark",  # a local Spark JVM: no service to start, but seconds per test
     }
 )

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ from odin.registry import Registry
 from odin.teams.access import PLATFORM_TEAM
 from odin.traffic.generator import booking_logs
 from tests.support.airflow import deploy_form
+from tests.support.airflow_cli import AirflowCli
 from tests.support.catalog import CLOSE, PERF_STREAM, START, catalog_events, produce_to_stream
 from tests.support.events import surge_truth
 from tests.support.services import Services, TeamCluster
 from tests.support.sinks import sink_reaches
-
-AirflowHome = Callable[[Path, Path], dict[str, str]]  # (its home, Odin's home) -> its environment
 
 
 def test_dags_import_without_errors() -> None:
@@ -92,73 +90,61 @@ def _airflow_env(home: Path, odin_home: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite metadata database migrated once for the module (a migration takes tens of seconds)."""
+def airflow_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowCli]:
+    """Airflow's CLI on a SQLite metadata database migrated once for the module (a migration takes tens of
+    seconds), served by one process (tests/support/airflow_cli.py): each test says which Odin home it acts on."""
     home = tmp_path_factory.mktemp("airflow-migrated")
-    run = _airflow(["db", "migrate"], _airflow_env(home, home / "no-odin"))
+    env = _airflow_env(home, home / "no-odin")
+    run = _airflow(["db", "migrate"], env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    return home / "airflow.db"
+    cli = AirflowCli(env)
+    try:
+        yield cli
+    finally:
+        cli.close()
 
 
-@pytest.fixture
-def airflow_home(migrated_db: Path) -> AirflowHome:
-    """The environment of an Airflow with its own copy of the migrated database in `home`, acting on Odin's
-    `odin_home`."""
-
-    def make(home: Path, odin_home: Path) -> dict[str, str]:
-        home.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(migrated_db, home / "airflow.db")
-        return _airflow_env(home, odin_home)
-
-    return make
-
-
-def test_platform_health_dag_checks_a_running_stack(
-    services: Services, tmp_path: Path, airflow_home: AirflowHome
-) -> None:
+def test_platform_health_dag_checks_a_running_stack(services: Services, airflow_cli: AirflowCli) -> None:
+    """The `airflow` command itself, once (the other tests send their commands to airflow_cli's process)."""
     assert services.stack is not None
-    env = airflow_home(tmp_path, services.stack.state_dir)
-    run = _airflow(["dags", "test", "platform_health"], env)
+    run = _airflow(["dags", "test", "platform_health"], airflow_cli.env | {"ODIN_HOME": str(services.stack.state_dir)})
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-3000:]
     assert "state=success" in out or "success" in out.lower(), out[-3000:]
 
 
-def test_platform_health_dag_fails_on_an_environment_never_brought_up(
-    tmp_path: Path, airflow_home: AirflowHome
-) -> None:
-    env = airflow_home(tmp_path / "airflow", tmp_path / "nothing-here")
-    run = _airflow(["dags", "test", "platform_health"], env)
+def test_platform_health_dag_fails_on_an_environment_never_brought_up(tmp_path: Path, airflow_cli: AirflowCli) -> None:
+    run = airflow_cli.run(["dags", "test", "platform_health"], tmp_path / "nothing-here")
     out = run.stdout + run.stderr
     assert run.returncode != 0
     assert "was never brought up" in out, out[-3000:]
 
 
 def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(
-    services: Services, tmp_path: Path, airflow_home: AirflowHome
+    services: Services, airflow_cli: AirflowCli
 ) -> None:
     """`airflow dags test` runs as user `dag_test`: refused until it is a platform engineer."""
     assert services.stack is not None
     registry = Registry.connect(services.registry_url)
     team = f"t{uuid.uuid4().hex[:8]}"
     registry.ensure_team(team)
-    env = airflow_home(tmp_path, services.stack.state_dir)
+    home = services.stack.state_dir
     conf = json.dumps({"team": team, "cluster": "main", "workers": 1, "worker_memory": "512m"})
     try:
         if "dag_test" not in registry.members(PLATFORM_TEAM):  # another test may have added it
-            refused = _airflow(["dags", "test", "odin_provision_cluster", "-c", conf], env)
+            refused = airflow_cli.run(["dags", "test", "odin_provision_cluster", "-c", conf], home)
             out = refused.stdout + refused.stderr
             assert refused.returncode != 0 and "dag_test is not a platform engineer" in out, out[-3000:]
             assert registry.cluster(team, "main") is None
         registry.ensure_team(PLATFORM_TEAM)
         registry.add_member(PLATFORM_TEAM, "dag_test")
 
-        bad = _airflow(
-            ["dags", "test", "odin_provision_cluster", "-c", json.dumps({"team": team, "cluster": "Main"})], env
+        bad = airflow_cli.run(
+            ["dags", "test", "odin_provision_cluster", "-c", json.dumps({"team": team, "cluster": "Main"})], home
         )
         assert bad.returncode != 0 and "cluster" in (bad.stdout + bad.stderr), (bad.stdout + bad.stderr)[-3000:]
 
-        run = _airflow(["dags", "test", "odin_provision_cluster", "-c", conf], env)
+        run = airflow_cli.run(["dags", "test", "odin_provision_cluster", "-c", conf], home)
         out = run.stdout + run.stderr
         assert run.returncode == 0, out[-4000:]
         assert "terraform plan: 2 to add, 0 to change, 0 to destroy" in out
@@ -169,8 +155,8 @@ def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(
         ]
         assert created[0] == ("dag_test", "ok")  # newest first; refusals before it are recorded too
     finally:
-        gone = _airflow(
-            ["dags", "test", "odin_destroy_cluster", "-c", json.dumps({"team": team, "cluster": "main"})], env
+        gone = airflow_cli.run(
+            ["dags", "test", "odin_destroy_cluster", "-c", json.dumps({"team": team, "cluster": "main"})], home
         )
         registry.close()
     assert gone.returncode == 0, (gone.stdout + gone.stderr)[-3000:]
@@ -179,17 +165,18 @@ def test_cluster_dags_refuse_then_provision_and_destroy_a_team_cluster(
 def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     services: Services,
     team_cluster: TeamCluster,
-    tmp_path: Path,
-    airflow_home: AirflowHome,
+    airflow_cli: AirflowCli,
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")  # who `airflow dags test` runs as
     events = list(booking_logs(2_000, seed=31, start=START, rate=10))
     produce_to_stream(services, registry, events, CLOSE, PERF_STREAM)
-    env = airflow_home(tmp_path, team_cluster.state_dir)
+    home = team_cluster.state_dir
     measurement = f"{team}_surge_form_{uuid.uuid4().hex[:6]}"
 
-    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(deploy_form(team, measurement, services))], env)
+    run = airflow_cli.run(
+        ["dags", "test", "dagger_deploy", "-c", json.dumps(deploy_form(team, measurement, services))], home
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]
     assert "preview of " in out and "tag_s2id" in out  # the preview's table, in the task log
@@ -199,15 +186,17 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
     truth = surge_truth(catalog_events(services, registry, PERF_STREAM, before=CLOSE))
     assert sink_reaches(measurement, services, truth, until=CLOSE) == truth
 
-    listed = _airflow(["dags", "test", "dagger_list", "-c", json.dumps({"team": team})], env)
+    listed = airflow_cli.run(["dags", "test", "dagger_list", "-c", json.dumps({"team": team})], home)
     assert listed.returncode == 0 and "surge-form" in listed.stdout + listed.stderr
 
-    checked = _airflow(["dags", "test", "dagger_health", "-c", json.dumps({"heal": False})], env)
+    checked = airflow_cli.run(["dags", "test", "dagger_health", "-c", json.dumps({"heal": False})], home)
     out = checked.stdout + checked.stderr
     assert checked.returncode == 0, out[-3000:]
     assert re.search(rf"{team}\s+.\s+surge-form\s+.\s+main\s+.\s+healthy", out), out[-4000:]  # the task log's table
 
-    stopped = _airflow(["dags", "test", "dagger_stop", "-c", json.dumps({"team": team, "name": "surge-form"})], env)
+    stopped = airflow_cli.run(
+        ["dags", "test", "dagger_stop", "-c", json.dumps({"team": team, "name": "surge-form"})], home
+    )
     assert stopped.returncode == 0, (stopped.stdout + stopped.stderr)[-3000:]
     assert registry.dagger(team, "surge-form").state == "stopped"  # type: ignore[union-attr]
     actors = {e.actor for e in registry.history(f"dagger:{team}/surge-form")}
@@ -228,16 +217,15 @@ def test_a_team_deploys_lists_and_stops_a_dagger_through_the_dags(
 def test_bad_deploy_params_fail_before_anything_is_touched(
     services: Services,
     team_cluster: TeamCluster,
-    tmp_path: Path,
-    airflow_home: AirflowHome,
+    airflow_cli: AirflowCli,
     changes: dict[str, Any],
     says: str,
 ) -> None:
     registry, team = team_cluster.registry, team_cluster.team
     registry.add_member(team, "dag_test")
-    env = airflow_home(tmp_path, team_cluster.state_dir)
+    home = team_cluster.state_dir
     conf = deploy_form(team, f"{team}_m", services, name=f"bad-{uuid.uuid4().hex[:6]}") | changes
-    run = _airflow(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], env)
+    run = airflow_cli.run(["dags", "test", "dagger_deploy", "-c", json.dumps(conf)], home)
     out = run.stdout + run.stderr
     assert run.returncode != 0 and says in out, out[-3000:]
     assert registry.dagger(conf["team"], conf["name"]) is None
