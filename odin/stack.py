@@ -20,7 +20,7 @@ from odin.catalog import sync as catalog_sync
 from odin.catalog.sync import StreamSync
 from odin.cluster.secret import ensure_secret
 from odin.endpoints import Endpoints
-from odin.paths import BIN_DIR, REPO
+from odin.paths import BIN_DIR, REPO, spark_archive_options
 from odin.provision import converged
 from odin.provision.ansible import SKIPPED, PlaybookResult, run_playbook
 from odin.provision.inventory import build_inventory
@@ -85,6 +85,7 @@ def tools() -> dict[str, str]:
     return {
         "tansu": str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"),
         "spark_class": str(BIN_DIR / "spark-class"),
+        "spark_daemon_java_opts": spark_archive_options(),  # the class-data archive, where `make setup` built it
         "airflow": str(BIN_DIR / "airflow"),
         "python": str(BIN_DIR / "python"),
         "airflow_version": importlib.metadata.version("apache-airflow"),

@@ -1,5 +1,6 @@
-"""The driver JVM's class-data archive (the JDK's AppCDS): Spark's classes parsed and verified once, at `make setup`,
-then mapped by every dagger's JVM, which is ready in about half the time (bench/RESULTS.md).
+"""The class-data archive of Spark's JVMs (the JDK's AppCDS; its path and options: odin/paths.py): Spark's classes
+parsed and verified once, at `make setup`, then mapped by every dagger's JVM, which is ready in about half the time
+(bench/RESULTS.md), and by the standalone masters and workers (~40% less CPU to start).
 
 `python -m jobs.engine.jvm_archive` starts Spark's JVM with `-XX:ArchiveClassesAtExit` and runs what a dagger runs (a
 streaming query with a watermark, a windowed aggregation, foreachBatch to Arrow, SQL functions); the JVM writes
@@ -17,20 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyspark
-
-from odin.paths import REPO
-
-ARCHIVE = REPO / ".local" / "jvm" / f"spark-{pyspark.__version__}.jsa"
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no warning when the archive does not fit this JVM
+from odin.paths import QUIET_CDS, SPARK_CLASS_ARCHIVE
 
 
-def java_options() -> str:
-    """Options for the driver JVM: map the archive if there is one."""
-    return f"-XX:SharedArchiveFile={ARCHIVE} {QUIET}" if ARCHIVE.exists() else ""
-
-
-def build(archive: Path = ARCHIVE) -> Path:
+def build(archive: Path = SPARK_CLASS_ARCHIVE) -> Path:
     """Run the workload in a process group of its own, and wait for its JVM to exit: it writes the archive then."""
     archive.parent.mkdir(parents=True, exist_ok=True)
     tmp = archive.with_name(f".{archive.name}.{os.getpid()}")
@@ -57,7 +48,7 @@ def _workload(tmp: Path) -> None:
 
     from jobs.engine.session import spark_session
 
-    options = f"-XX:ArchiveClassesAtExit={tmp} {QUIET}"
+    options = f"-XX:ArchiveClassesAtExit={tmp} {QUIET_CDS}"
     log = tmp.with_suffix(".log")  # Spark's errors, if any; its warnings are of no use here
     spark = spark_session("jvm-archive", conf={"spark.driver.extraJavaOptions": options}, log_file=log, archive=False)
     with tempfile.TemporaryDirectory(prefix="jvm-archive-") as checkpoint:

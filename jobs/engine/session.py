@@ -21,8 +21,7 @@ from confluent_kafka import KafkaError, KafkaException
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
-from jobs.engine import jvm_archive
-from odin.paths import REPO, write_atomic
+from odin.paths import REPO, spark_archive_options, write_atomic
 
 SHIPPED_PACKAGES = ("jobs", "protos")  # what executors import: the Kafka reader, decoder, UDFs and schema loader
 LOG_FILE_PROPERTY = "dagger.spark.log"
@@ -76,7 +75,7 @@ def spark_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = dict(conf or {})
-    options = [DAGGER_JVM, conf.get("spark.driver.extraJavaOptions", ""), jvm_archive.java_options() if archive else ""]
+    options = [DAGGER_JVM, conf.get("spark.driver.extraJavaOptions", ""), spark_archive_options() if archive else ""]
     if log_file is not None:
         options.append(f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}")
     conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)

@@ -23,7 +23,6 @@ from typing import Any
 
 import psutil
 
-from jobs.engine import jvm_archive
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.session import DAGGER_JVM
@@ -48,7 +47,7 @@ from jobs.spec import DaggerSpec, InfluxSink, KafkaSink, PostgresSink, SpecError
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.endpoints import Endpoints
-from odin.paths import REPO
+from odin.paths import REPO, spark_archive_options
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
 from odin.stack import Stack
@@ -287,7 +286,7 @@ class Daggers:
             args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
             # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
             # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
-            java_options = f"{jvm_archive.java_options()} {DAGGER_JVM}"
+            java_options = f"{spark_archive_options()} {DAGGER_JVM}"
             properties = {
                 "spark.app.name": f"dagger-{spec.team}-{spec.name}",
                 "spark.master": record.addresses["master_url"],
