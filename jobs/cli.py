@@ -427,12 +427,22 @@ def update(
 def stop(
     team: Annotated[str, typer.Argument(help="The dagger's team.")],
     name: Annotated[str, typer.Argument(help="The dagger's name.")],
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain",
+            help="First read what is left on its streams and close every window (as `dagger run --once` does), "
+            "then stop; a drain that takes longer than --drain-timeout is cut short by the stop.",
+        ),
+    ] = False,
+    drain_timeout: Annotated[float, typer.Option("--drain-timeout", min=1, help="Seconds a drain may take.")] = 600,
     user: UserOpt = "",
     state_dir: StateOpt = None,
 ) -> None:
     """Stop a deployed dagger (its checkpoint stays for a later deploy)."""
     with _daggers(state_dir) as daggers:
-        record = daggers.stop(team, name, _actor(daggers, user, "dagger_stop"))
+        actor = _actor(daggers, user, "dagger_stop")
+        record = daggers.stop(team, name, actor, drain_timeout_s=drain_timeout if drain else None)
     console.print(f"[yellow]stopped[/]: {record.qualified_name}")
 
 

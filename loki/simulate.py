@@ -527,7 +527,7 @@ class Simulation:
         for name, c in self.result.consumers.items():
             try:
                 self.say(f"draining consumer {name}")
-                if not consumer_ops.drained_in_place(c):
+                if not consumer_ops.drained_in_place(c, self.daggers, self.actor):
                     consumer_ops.stop(c, self.daggers, self.actor)
                     consumer_ops.drain(c, self.registry)
                 self.journal("consumer.drained", consumer=name)

@@ -9,7 +9,7 @@ import subprocess
 import time
 import uuid
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -19,7 +19,7 @@ import pytest
 
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.session import DAGGER_JVM
-from jobs.engine.status import read_status, status_path
+from jobs.engine.status import owner, read_status, status_path
 from jobs.lifecycle import daggers as lifecycle
 from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
@@ -33,14 +33,14 @@ from odin.registry import Refused, Registry
 from odin.teams.actor import login
 from odin.teams.databases import team_database
 from odin.teams.secrets import TeamSecrets
-from odin.traffic.generator import booking_logs
-from tests.support.catalog import CATALOG, START, catalog_events, produce_to_stream
+from odin.traffic.generator import booking_logs, produce
+from tests.support.catalog import CATALOG, START, catalog_events, catalog_stream, produce_to_stream
 from tests.support.events import surge_truth
-from tests.support.kafka import consume_all, latest_by_key
+from tests.support.kafka import consume_all, latest_by_key, new_topic
 from tests.support.seeds import SURGE_SQL
 from tests.support.services import Services, TeamCluster
 from tests.support.sinks import sink_reaches
-from tests.support.specs import catalog_spec
+from tests.support.specs import catalog_spec, deployable, surge_spec
 
 
 def _dagger_jvms(run: str) -> list[list[str]]:
@@ -279,3 +279,36 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
         for name in specs:
             if registry.dagger(team, name) is not None:
                 daggers.stop(team, name, "alice")
+
+
+def test_a_drained_stop_reads_what_is_left_and_closes_every_window(
+    services: Services, team_cluster: TeamCluster
+) -> None:
+    """`dagger stop --drain`: the deployed driver reads what is left and closes the windows no later event would
+    close (as `dagger run --once` does on its checkpoint), then ends by itself; the stop records how it went. Only a
+    member of the team may ask it (a drain is a stop)."""
+    registry, team = team_cluster.registry, team_cluster.team
+    daggers = Daggers(registry, team_cluster.state_dir)
+    topic, measurement = new_topic(services), f"{team}_surge_drain_{uuid.uuid4().hex[:6]}"
+    start = (datetime.now(UTC) - timedelta(minutes=30)).replace(second=0, microsecond=0)
+    events = list(booking_logs(900, seed=63, start=start, rate=10))  # 90 s: the second window is still open at its end
+    produce(services.kafka_bootstrap, topic, iter(events))
+    sink = {"type": "influx", "version": 2, "url": services.victoria_metrics_url, "measurement": measurement}
+    fields = deployable(surge_spec(services, topic, sink), catalog_stream(services, registry, topic))
+    deployed = daggers.deploy(parse_spec(fields | {"team": team, "name": "drain", "parallelism": 1}), "main", "alice")
+    path = status_path(Path(deployed.checkpoint))  # type: ignore[arg-type]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and ((s := read_status(path)) is None or s.events < len(events)):
+        time.sleep(1)
+    truth = surge_truth(events)
+    assert sink_reaches(measurement, services, truth, timeout_s=20) != truth  # no later event closes the last window
+    with pytest.raises(Refused, match=rf"bob is not a member of team {team}"):
+        daggers.stop(team, "drain", "bob", drain_timeout_s=300)
+
+    stopped = daggers.stop(team, "drain", "alice", drain_timeout_s=300)
+    assert stopped.state == "stopped"
+    assert sink_reaches(measurement, services, truth, timeout_s=30) == truth
+    entry = next(e for e in registry.history(f"dagger:{team}/drain") if e.action == "dagger_stop" and e.outcome == "ok")
+    assert entry.detail["drain"] == "drained", entry.detail
+    ended = read_status(path)
+    assert ended is not None and ended.phase == "stopped" and ended.run == owner(Path(deployed.checkpoint)), ended  # type: ignore[arg-type]

@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     from jobs.engine.session import root_cause
     from jobs.engine.status import (
         DaggerStatus,
+        drain_requested,
         hold_run_lock,
         own_submission_id,
         owner,
@@ -97,14 +98,19 @@ def main(argv: list[str]) -> int:
     )
     write_status(path, status)
     taken_over: list[str] = []
+    draining: list[bool] = []
 
     def update(new: Callable[[DaggerStatus], DaggerStatus]) -> None:
-        """Write this run's status, unless a newer run owns the dagger now: then stop."""
+        """Write this run's status, unless a newer run owns the dagger now: then stop. Asked to drain: drain."""
         nonlocal status
         if taken_over or (by := superseded()) is None:
             if not taken_over:
                 status = new(status)
                 write_status(path, status)
+            if not draining and drain_requested(plan.checkpoint, args.run):
+                logging.info("dagger %s: run %s asked to drain", spec.qualified_name, args.run)
+                draining.append(True)
+                os.kill(os.getpid(), signal.SIGUSR1)  # the engine reads what is left, closes every window, returns
             return
         logging.info("dagger %s: run %s is superseded by run %s, stopping", spec.qualified_name, args.run, by)
         taken_over.append(by)

@@ -23,6 +23,7 @@ from odin.paths import write_atomic
 
 STATUS_FILE = "status.json"
 OWNER_FILE = "owner"
+DRAIN_FILE = "drain"  # the run the platform asked to drain (jobs/lifecycle/daggers.py stop --drain)
 DriverPhase = Literal["starting", "running", "stopped", "failed"]
 
 
@@ -110,6 +111,19 @@ def owner(checkpoint: Path) -> str | None:
         return (checkpoint.parent / OWNER_FILE).read_text().strip() or None
     except FileNotFoundError:
         return None
+
+
+def request_drain(checkpoint: Path, run: str) -> None:
+    """Ask `run`'s driver to drain: read what is left on its streams, close every window, then end (exit 0, which
+    supervise does not relaunch). The driver looks at each progress or idle tick (jobs/engine/driver.py)."""
+    write_atomic(checkpoint.parent / DRAIN_FILE, run + "\n")
+
+
+def drain_requested(checkpoint: Path, run: str) -> bool:
+    try:
+        return (checkpoint.parent / DRAIN_FILE).read_text().strip() == run
+    except FileNotFoundError:
+        return False
 
 
 def write_status(path: Path, status: DaggerStatus) -> None:

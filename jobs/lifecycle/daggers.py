@@ -26,7 +26,7 @@ import psutil
 from jobs.engine.checkpoint import differences, identity_of, read_identity
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.session import DAGGER_JVM
-from jobs.engine.status import DaggerStatus, claim, owner, read_status, run_alive, status_path
+from jobs.engine.status import DaggerStatus, claim, owner, read_status, request_drain, run_alive, status_path
 from jobs.lifecycle import START_TIMEOUT_S
 from jobs.lifecycle.logs import (
     FileLog,
@@ -404,7 +404,9 @@ class Daggers:
 
     # -- stop, update -------------------------------------------------------------------------------------------
 
-    def stop(self, team: str, name: str, actor: str) -> DaggerRecord:
+    def stop(self, team: str, name: str, actor: str, drain_timeout_s: float | None = None) -> DaggerRecord:
+        """With `drain_timeout_s`, the driver first reads what is left on its streams and closes every window (as
+        `dagger run --once` would on its checkpoint), for at most that long; then it is stopped as any stop does."""
         subject = f"dagger:{team}/{name}"
         with self.registry.action(actor, "dagger_stop", subject) as detail, self._exclusive(subject):
             record = followed(self.registry, self._owned(team, name, actor))
@@ -414,6 +416,8 @@ class Daggers:
                 )
             detail["submission_id"] = record.submission_id
             self.registry.set_dagger_state(team, name, "stopping")
+            if drain_timeout_s is not None and record.checkpoint:
+                detail["drain"] = self._drained(Path(record.checkpoint), drain_timeout_s)
             assert record.cluster is not None
             rest = SparkRest(self._cluster_urls(team, record.cluster), self._token(team, record.cluster, actor))
             self.say(f"killing driver {record.submission_id}")
@@ -705,6 +709,21 @@ class Daggers:
         psutil.wait_procs(tree, timeout=10)
         self.say(f"the driver's process {status.pid} outlived it by {timeout_s:.0f} s: killed")
         return f"killed: process {status.pid} and {len(tree) - 1} child(ren) outlived the driver by {timeout_s:.0f} s"
+
+    def _drained(self, checkpoint: Path, timeout_s: float) -> str:
+        """Ask the checkpoint's current run to drain and wait, bounded, for its driver to end; how it went."""
+        run = owner(checkpoint)
+        if run is None:
+            return "no run owns the checkpoint: not drained"
+        request_drain(checkpoint, run)
+        self.say("draining: the driver reads what is left and closes every window")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            status = read_status(status_path(checkpoint))
+            if status is not None and status.run == run and status.phase in ("stopped", "failed"):
+                return "drained" if status.phase == "stopped" else f"failed while draining: {status.error}"
+            time.sleep(POLL_S)
+        return f"not drained within {timeout_s:.0f} s"
 
     def _kill(self, rest: SparkRest, submission_id: str, timeout_s: float = STOP_TIMEOUT_S) -> str:
         """Kill the driver and wait until the master reports it ended; its final state."""

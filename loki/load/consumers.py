@@ -2,8 +2,9 @@
 network link when a network fault aims at them, with their checkpoint on a tmpfs when a disk fault does);
 `cluster` ones are deployed on the target's team cluster through the dagger lifecycle. At the end every consumer
 is stopped and drained: what is left on its checkpoint is read and every open window closed, so every acknowledged
-event is accounted for in the sink. A local dagger drains itself (SIGUSR1: in the JVM it has, no second start-up); a
-cluster's is stopped, then drained by a `dagger run --once` on its checkpoint, as is a local one that could not.
+event is accounted for in the sink. Each drains in the JVM it has, with no second start-up: a local dagger on SIGUSR1,
+a cluster's through the lifecycle's stop with a drain. One that could not is stopped, then drained by a
+`dagger run --once` on its checkpoint.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from loki.faults.network import Link
 from odin.endpoints import Endpoints, Node
 from odin.paths import BIN_DIR
 from odin.registry import Registry
+from odin.registry.records import DaggerRecord
 from odin.teams.secrets import TeamSecrets
 
 DRAIN_TIMEOUT_S = 600
@@ -140,9 +142,7 @@ def stop(consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: flo
     """Stop it (SIGTERM: after the current batch; the cluster lifecycle's stop), never leaving a process behind."""
     if consumer.placement == "cluster":
         assert daggers is not None
-        record = daggers.registry.dagger(consumer.spec.team, consumer.spec.name)
-        if record is not None and (status := read_status(status_path(Path(record.checkpoint)))) is not None:
-            consumer.start_up_s = status.start_up_s
+        record = _deployed(consumer, daggers)
         if record is not None and record.state in ("deploying", "running", "stopping", "failed"):
             daggers.stop(consumer.spec.team, consumer.spec.name, actor)
         return
@@ -163,12 +163,32 @@ def stop(consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: flo
         proc.wait(30)
 
 
-def drained_in_place(consumer: Consumer, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
-    """A running local dagger told to drain (jobs/engine/runner.py): True once it exited 0. False if it was not
-    running, or failed: it is then stopped and drained from its checkpoint (`stop`, `drain`), which is exact either
-    way, its sink being idempotent per batch."""
+def _deployed(consumer: Consumer, daggers: Daggers) -> DaggerRecord | None:
+    """The cluster consumer's record; its driver's start-up noted on the consumer (the report's relaunch figure)."""
+    record = daggers.registry.dagger(consumer.spec.team, consumer.spec.name)
+    if record is not None and (status := read_status(status_path(Path(record.checkpoint)))) is not None:
+        consumer.start_up_s = status.start_up_s
+    return record
+
+
+def drained_in_place(
+    consumer: Consumer, daggers: Daggers | None, actor: str, timeout_s: float = DRAIN_TIMEOUT_S
+) -> bool:
+    """A running dagger told to drain, in the JVM it has: a local one by SIGUSR1 (jobs/engine/runner.py), True once
+    it exited 0; a cluster one by the lifecycle's stop with a drain (its driver drains, then ends), True once the
+    stop says it drained. False if it was not running, or failed: it is then stopped and drained from its checkpoint
+    (`stop`, `drain`), which is exact either way, its sink being idempotent per batch."""
+    if consumer.placement == "cluster":
+        assert daggers is not None
+        team, name = consumer.spec.team, consumer.spec.name
+        record = _deployed(consumer, daggers)
+        if record is None or record.state not in ("deploying", "running", "stopping"):
+            return False
+        daggers.stop(team, name, actor, drain_timeout_s=timeout_s)
+        stop = next((e for e in daggers.registry.history(f"dagger:{team}/{name}") if e.action == "dagger_stop"), None)
+        return stop is not None and stop.detail.get("drain") == "drained"
     proc = consumer.process
-    if consumer.placement == "cluster" or proc is None or proc.poll() is not None:
+    if proc is None or proc.poll() is not None:
         return False
     _clear_disk(consumer)
     with contextlib.suppress(ProcessLookupError):
