@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import functools
 import os
 import shutil
 import sys
@@ -15,16 +15,24 @@ REPO = Path(__file__).resolve().parent.parent
 TERRAFORM_DIR = REPO / "terraform"
 ANSIBLE_DIR = REPO / "ansible"
 BIN_DIR = Path(sys.executable).parent  # the venv's bin: ansible-playbook, spark-class, airflow
-# Spark's classes parsed and verified once, at `make setup` (jobs/engine/jvm_archive.py builds it), then mapped by
-# every Spark JVM of this host: a dagger's driver and executors, and the standalone masters and workers. Named for
-# the PySpark version: an upgrade makes a new one.
-SPARK_CLASS_ARCHIVE = REPO / ".local" / "jvm" / f"spark-{importlib.metadata.version('pyspark')}.jsa"
-QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no warning when the archive does not fit the JVM
+QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no warning when the class-data archive does not fit the JVM
+
+
+@functools.cache
+def spark_class_archive() -> Path:
+    """Spark's classes parsed and verified once, at `make setup` (jobs/engine/jvm_archive.py builds it), then mapped
+    by every Spark JVM of this host: a dagger's driver and executors, and the standalone masters and workers. Named
+    for the PySpark version: an upgrade makes a new one."""
+    # imported here, not with the module: every Python process Spark starts imports this one (18 ms more at each)
+    from importlib.metadata import version
+
+    return REPO / ".local" / "jvm" / f"spark-{version('pyspark')}.jsa"
 
 
 def spark_archive_options() -> str:
     """Options for a Spark JVM: map the class-data archive, if this host has one."""
-    return f"-XX:SharedArchiveFile={SPARK_CLASS_ARCHIVE} {QUIET_CDS}" if SPARK_CLASS_ARCHIVE.exists() else ""
+    archive = spark_class_archive()
+    return f"-XX:SharedArchiveFile={archive} {QUIET_CDS}" if archive.exists() else ""
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o666) -> None:

@@ -21,7 +21,7 @@ from odin.cluster.health import check_cluster, health
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec
-from odin.paths import BIN_DIR, REPO, SPARK_CLASS_ARCHIVE
+from odin.paths import BIN_DIR, REPO, spark_class_archive
 from odin.processes import of_node
 from odin.provision.terraform import Terraform
 from odin.registry import Refused, Registry
@@ -79,7 +79,7 @@ def test_a_cluster_is_created_protected_scaled_and_destroyed(platform: tuple[Reg
             for p in of_node(node):
                 assert value not in Path(f"/proc/{p.pid}/cmdline").read_bytes().decode(errors="replace")
                 # Spark's classes come from the host's class-data archive (`make setup` builds it): less CPU to start
-                assert str(SPARK_CLASS_ARCHIVE) in Path(f"/proc/{p.pid}/maps").read_text(), (node["name"], p.name)
+                assert str(spark_class_archive()) in Path(f"/proc/{p.pid}/maps").read_text(), (node["name"], p.name)
         artifacts = [f for f in (clusters.root(team, "main") / "ansible").rglob("*") if f.is_file()]
         assert artifacts and not [f for f in artifacts if value in f.read_text(errors="replace")]
 

@@ -18,11 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from odin.paths import QUIET_CDS, SPARK_CLASS_ARCHIVE
+from odin.paths import QUIET_CDS, spark_class_archive
 
 
-def build(archive: Path = SPARK_CLASS_ARCHIVE) -> Path:
+def build() -> Path:
     """Run the workload in a process group of its own, and wait for its JVM to exit: it writes the archive then."""
+    archive = spark_class_archive()
     archive.parent.mkdir(parents=True, exist_ok=True)
     tmp = archive.with_name(f".{archive.name}.{os.getpid()}")
     child = subprocess.Popen([sys.executable, "-m", "jobs.engine.jvm_archive", str(tmp)], start_new_session=True)
