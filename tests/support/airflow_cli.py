@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,12 +27,13 @@ class AirflowCli:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env  # the environment of its Airflow home, for a command run as its own process
-        self._outputs = Path(tempfile.mkdtemp(prefix="airflow-cli-"))
+        self._outputs = Path(tempfile.mkdtemp(prefix="airflow-cli-"))  # each command's output; removed by close
+        self._errors = (self._outputs / "server.err").open("wb")
         self._server = subprocess.Popen(
             [str(BIN_DIR / "python"), "-m", "tests.support.airflow_cli"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=(self._outputs / "server.err").open("wb"),
+            stderr=self._errors,
             env=env,
             cwd=REPO,
             text=True,
@@ -64,6 +66,9 @@ class AirflowCli:
         except subprocess.TimeoutExpired:
             self._server.kill()
             self._server.wait(10)
+        finally:
+            self._errors.close()
+            shutil.rmtree(self._outputs, ignore_errors=True)
 
 
 def _exit_code(e: SystemExit) -> int:
