@@ -30,7 +30,8 @@ short_description: Start, stop or restart a foreground process tracked by a pid 
 options:
   name: {description: Label used in messages, type: str, required: true}
   argv: {description: Command and arguments, type: list, elements: str}
-  pidfile: {description: Pid file path, type: path, required: true}
+  pidfile: {description: Pid file path (or pidfiles), type: path}
+  pidfiles: {description: "state=stopped only: stop all of these processes at once", type: list, elements: path}
   logfile: {description: File receiving stdout and stderr (appended), type: path}
   chdir: {description: Working directory, type: path}
   env: {description: Environment variables of the process, over the minimal one, type: dict, default: {}}
@@ -124,18 +125,23 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def stop(pid: int, timeout: float) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after ``timeout`` seconds."""
+def stop(pids: list[int], timeout: float) -> None:
+    """SIGTERM each process group, then SIGKILL whatever is left after ``timeout`` seconds. The groups wind down
+    side by side: a node's processes one after another took the sum of their shutdowns (Airflow's four, 11.6 s)."""
+    left = list(pids)
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
+        for pid in list(left):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                left.remove(pid)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _group_alive(pid):
-                return
-            time.sleep(0.1)
+        while left and time.monotonic() < deadline:
+            left = [pid for pid in left if _group_alive(pid)]
+            if left:
+                time.sleep(0.1)
+        if not left:
+            return
 
 
 def _tail(path: str | None, lines: int = 25) -> str:
@@ -201,12 +207,29 @@ def start(module: AnsibleModule) -> int:
     return proc.pid
 
 
+def stop_all(module: AnsibleModule) -> None:
+    p = module.params
+    if p["state"] != "stopped":
+        module.fail_json(msg=f"{p['name']}: pidfiles: only with state=stopped, not {p['state']}")
+    found = {path: running(path) for path in p["pidfiles"]}
+    live = {path: rec[0] for path, rec in found.items() if rec is not None}
+    if module.check_mode:
+        module.exit_json(changed=bool(live), pids=sorted(live.values()))
+    stop(list(live.values()), p["stop_timeout"])
+    for path in p["pidfiles"]:
+        if os.path.exists(path):
+            os.unlink(path)  # also the stale pid file of a process that died on its own
+    stopped = ", ".join(f"{os.path.basename(path)} (pid {pid})" for path, pid in live.items())
+    module.exit_json(changed=bool(live), pids=sorted(live.values()), msg=f"{p['name']}: stopped {stopped or 'nothing'}")
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
             argv=dict(type="list", elements="str"),
-            pidfile=dict(type="path", required=True),
+            pidfile=dict(type="path"),
+            pidfiles=dict(type="list", elements="path"),
             logfile=dict(type="path"),
             chdir=dict(type="path"),
             env=dict(type="dict", default={}),
@@ -219,9 +242,13 @@ def main() -> None:
             start_grace=dict(type="float", default=1.0),
         ),
         required_if=[("state", "started", ["argv", "home"]), ("state", "restarted", ["argv", "home"])],
+        required_one_of=[("pidfile", "pidfiles")],
+        mutually_exclusive=[("pidfile", "pidfiles")],
         supports_check_mode=True,
     )
     p = module.params
+    if p["pidfiles"] is not None:
+        stop_all(module)
     rec = running(p["pidfile"])
     pid = rec[0] if rec else None
     want = p["state"]
@@ -234,7 +261,7 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=True, pid=pid)
     if pid is not None:
-        stop(pid, p["stop_timeout"])
+        stop([pid], p["stop_timeout"])
     if want == "stopped":
         if os.path.exists(p["pidfile"]):
             os.unlink(p["pidfile"])
