@@ -12,12 +12,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from loki.load.feeder import Digest
-from odin.kafka.ends import fetched_end
 
-TIMEOUT_S = 30.0  # one partition's read stalls no longer than this
+TIMEOUT_S = 30.0  # the read stalls no longer than this
 CHUNK = 10_000
 
 
@@ -33,32 +32,31 @@ class BrokerCheck:
         return {k: v for k, v in vars(self).items() if k != "gone_hashes"}
 
 
-def _stored(consumer: Consumer, topic: str, partition: int, start: int) -> np.ndarray:
-    """Hashes of the payloads stored in [start, end) of the partition (from its low watermark if start is gone)."""
-    tp = TopicPartition(topic, partition)
-    low, reported = consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)
-    end = fetched_end(consumer, tp, low, reported, TIMEOUT_S)
-    position = max(start, low)
-    hashes: list[int] = []
-    if position >= end:
-        return np.array(hashes, np.int64)
-    consumer.assign([TopicPartition(topic, partition, position)])
+def _stored(consumer: Consumer, starts: dict[tuple[str, int], int]) -> dict[tuple[str, int], list[int]]:
+    """Per partition, the hashes of the payloads stored from its start offset (from its low watermark if that is gone)
+    to its end. Every partition is read at once and ends at the client's end-of-partition event, which knows the true
+    end: one partition after another, each with its own watermark requests, took 7.7 s for 75,000 events."""
+    hashes: dict[tuple[str, int], list[int]] = {tp: [] for tp in starts}
+    left = set(starts)
+    consumer.assign([TopicPartition(topic, partition, start) for (topic, partition), start in starts.items()])
     try:
         last_progress = time.monotonic()
-        while position < end:
-            msgs = consumer.consume(min(CHUNK, end - position), timeout=0.2)
-            if not msgs:
-                if time.monotonic() - last_progress > TIMEOUT_S:
-                    raise KafkaException(f"{topic}[{partition}]: no records for {TIMEOUT_S:.0f}s at offset {position}")
-                continue
-            last_progress = time.monotonic()
+        while left:
+            msgs = consumer.consume(CHUNK, timeout=0.2)
+            if msgs:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > TIMEOUT_S:
+                stalled = ", ".join(f"{t}[{p}]" for t, p in sorted(left))
+                raise KafkaException(f"{stalled}: no records for {TIMEOUT_S:.0f}s")
             for m in msgs:
-                if m.error() is None and m.offset() < end:
-                    hashes.append(hash(m.value()))
-                    position = m.offset() + 1
+                tp, err = (m.topic(), m.partition()), m.error()
+                if err is None and m.offset() >= starts[tp]:
+                    hashes[tp].append(hash(m.value()))
+                elif err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    left.discard(tp)
     finally:
         consumer.unassign()
-    return np.array(hashes, np.int64)
+    return hashes
 
 
 def check(bootstrap: dict[str, str], digests: list[Digest]) -> BrokerCheck:
@@ -68,32 +66,39 @@ def check(bootstrap: dict[str, str], digests: list[Digest]) -> BrokerCheck:
         for tp, events in d.acked.items():
             acked.setdefault(tp, []).extend(events)
     out = BrokerCheck()
-    consumers: dict[str, Consumer] = {}
-    try:
-        for (topic, partition), events in sorted(acked.items()):
-            servers = bootstrap[topic]
-            if servers not in consumers:
-                consumers[servers] = Consumer(
-                    {"bootstrap.servers": servers, "group.id": "loki-broker-check", "enable.auto.commit": False}
-                )
-            sent = np.array([h for _, h in events], np.int64)
-            stored = _stored(consumers[servers], topic, partition, min(o for o, _ in events))
-            keys, sent_n = np.unique(sent, return_counts=True)
-            found, found_n = np.unique(stored, return_counts=True)
-            on_broker = np.zeros(len(keys), np.int64)
-            if len(found):
-                at = np.minimum(np.searchsorted(found, keys), len(found) - 1)
-                hit = found[at] == keys
-                on_broker[hit] = found_n[at[hit]]
-            missing = sent_n > on_broker
-            out.gone_hashes |= set(keys[missing].tolist())
-            gone = int((sent_n - on_broker)[missing].sum())
-            out.acknowledged += len(sent)
-            out.gone += gone
-            out.duplicated += int(np.maximum(on_broker - sent_n, 0).sum())
-            if gone:
-                out.gone_by_partition[f"{topic}[{partition}]"] = gone
-    finally:
-        for c in consumers.values():
-            c.close()
+    by_broker: dict[str, dict[tuple[str, int], int]] = {}
+    for (topic, partition), events in acked.items():
+        by_broker.setdefault(bootstrap[topic], {})[(topic, partition)] = min(o for o, _ in events)
+    stored: dict[tuple[str, int], list[int]] = {}
+    for servers, starts in by_broker.items():
+        consumer = Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": "loki-broker-check",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",  # a start the broker no longer has: from what it has
+            }
+        )
+        try:
+            stored |= _stored(consumer, starts)
+        finally:
+            consumer.close()
+    for (topic, partition), events in sorted(acked.items()):
+        sent = np.array([h for _, h in events], np.int64)
+        keys, sent_n = np.unique(sent, return_counts=True)
+        found, found_n = np.unique(np.array(stored[(topic, partition)], np.int64), return_counts=True)
+        on_broker = np.zeros(len(keys), np.int64)
+        if len(found):
+            at = np.minimum(np.searchsorted(found, keys), len(found) - 1)
+            hit = found[at] == keys
+            on_broker[hit] = found_n[at[hit]]
+        missing = sent_n > on_broker
+        out.gone_hashes |= set(keys[missing].tolist())
+        gone = int((sent_n - on_broker)[missing].sum())
+        out.acknowledged += len(sent)
+        out.gone += gone
+        out.duplicated += int(np.maximum(on_broker - sent_n, 0).sum())
+        if gone:
+            out.gone_by_partition[f"{topic}[{partition}]"] = gone
     return out
