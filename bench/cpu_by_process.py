@@ -43,6 +43,7 @@ KINDS = [  # the first pattern found in the command line names the kind
     ("Loki", r"bin/loki|loki\."),
     ("Odin", r"bin/odin|odin\."),
     ("pytest", r"pytest|xdist|execnet|exec\(eval\(sys\.stdin"),
+    ("a dagger's Python driver (cluster mode)", r"jobs/engine/driver\.py"),
     ("PostgreSQL", r"postgres"),
     ("VictoriaMetrics, vmalert", r"victoria-metrics|vmalert"),
     ("InfluxDB", r"influxd"),

@@ -47,7 +47,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import httpx
 import numpy as np
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -58,7 +57,7 @@ from rich.table import Table
 from bench.record import record
 from bench.targets import target
 from jobs.udfs.s2 import s2_cell_ids
-from odin import victoria
+from odin.apis import http_client, victoria
 from odin.endpoints import Endpoints
 from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR, temporary_state_dir
@@ -427,7 +426,7 @@ def steady_rate(vm: str, dagger: str) -> float | None:
 
 def newest_window(vm: str, metric: str) -> float | None:
     victoria.flush(vm)
-    r = httpx.get(
+    r = http_client.get(
         f"{vm}/api/v1/query", params={"query": f"max(timestamp({metric}_num_of_bookings))"}, timeout=10
     ).json()
     result = r.get("data", {}).get("result") or []

@@ -34,7 +34,7 @@ from bench import demo_check
 from jobs.engine.status import DaggerStatus, read_status, status_path
 from jobs.health.checkup import Reports
 from loki.store import SimulationStore
-from odin.airflow_api import AirflowApi, RunState
+from odin.apis.airflow_api import AirflowApi, RunState
 from odin.cluster.lifecycle import Clusters
 from odin.endpoints import Endpoints
 from odin.environment import opened

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from daggers.events import api_log_pb2, booking_log_pb2, common_pb2
 from google.protobuf.message import Message
 
-from odin import victoria
+from odin.apis import victoria
 
 WINDOW_S = 60
 Key = tuple[Any, ...]  # group keys..., window end (epoch seconds)

@@ -34,8 +34,8 @@ from rich.table import Table
 from bench.record import record
 from jobs.engine.status import read_status, status_path
 from jobs.lifecycle.daggers import Daggers
-from odin import victoria
-from odin.airflow_api import AirflowApi
+from odin.apis import victoria
+from odin.apis.airflow_api import AirflowApi
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.endpoints import Endpoints

@@ -22,7 +22,8 @@ from jobs.lifecycle.daggers import followed
 from loki.load.consumers import Consumer
 from loki.playbook import Probe
 from loki.resources import driver_processes
-from odin import processes, victoria
+from odin import processes
+from odin.apis import victoria
 from odin.endpoints import Node
 from odin.registry import Registry
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from odin.apis import http_client
 from odin.endpoints import Endpoints
 
 Node = dict[str, Any]
@@ -23,7 +24,7 @@ class Health:
 
 
 def _http(url: str) -> httpx.Response:
-    return httpx.get(url, timeout=TIMEOUT_S)
+    return http_client.get(url, timeout=TIMEOUT_S)
 
 
 def _kafka(node: Node) -> Health:

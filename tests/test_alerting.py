@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 import yaml
@@ -27,6 +26,7 @@ from jobs.health.judge import DaggerHealth, HealthPolicy
 from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
 from odin.alerting import routing
+from odin.apis import http_client
 from odin.cluster.lifecycle import Clusters
 from odin.paths import BIN_DIR, REPO
 from odin.processes import of_node
@@ -133,11 +133,11 @@ def test_the_crashlooping_page_reaches_the_team_receiver_and_bad_notifications_a
         assert page.labels["severity"] == "page" and "its driver ended" in page.annotations["description"]
 
         junk = {"version": "4", "receiver": "x", "status": "firing", "alerts": [{"status": "burning", "labels": {}}]}
-        refused = httpx.post(f"{alerting.alert_receiver_url}/alerts/platform", json=junk, timeout=10)
+        refused = http_client.post(f"{alerting.alert_receiver_url}/alerts/platform", json=junk, timeout=10)
         assert refused.status_code == 422
         fields = {e["field"] for e in refused.json()["refused"]}
         assert {"body.alerts.0.status", "body.alerts.0.fingerprint"} <= fields, fields
-        assert httpx.get(f"{alerting.alert_receiver_url}/health", timeout=10).json()["rejected"] >= 1
+        assert http_client.get(f"{alerting.alert_receiver_url}/health", timeout=10).json()["rejected"] >= 1
     finally:
         registry.close()
 

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
 from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
+from odin.apis import http_client
 from odin.cluster.health import check_cluster, health
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token
@@ -65,11 +65,11 @@ def test_a_cluster_is_created_protected_scaled_and_destroyed(platform: tuple[Reg
         # The REST endpoint refuses requests without a token signed with the cluster's secret.
         [rest] = record.addresses["rest_urls"]
         status = f"{rest}/v1/submissions/status/driver-none"
-        assert httpx.get(status, timeout=10).status_code == 403
+        assert http_client.get(status, timeout=10).status_code == 403
         forged = rest_token(_other_secret(clusters.root(team, "main")), "mallory")
-        assert httpx.get(status, headers={"Authorization": f"Bearer {forged}"}, timeout=10).status_code == 403
+        assert http_client.get(status, headers={"Authorization": f"Bearer {forged}"}, timeout=10).status_code == 403
         token = rest_token(clusters.secret_file(team, "main"), "alice")
-        ok = httpx.get(status, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        ok = http_client.get(status, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         assert ok.status_code == 200 and ok.json()["submissionId"] == "driver-none"
         # The secret is readable by Odin's user only, and on no command line or Ansible artifact.
         secret = clusters.secret_file(team, "main")

@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from jobs.engine.plan import plan_dagger
 from jobs.engine.runner import preview, run, warm_up
 from jobs.spec import parse_spec
-from odin import victoria
+from odin.apis import victoria
 from odin.paths import BIN_DIR
 from odin.traffic.generator import booking_logs, driver_pings, produce
 from tests.support.events import START, s2id, surge_truth, window_end

@@ -14,12 +14,12 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
 from jobs.lifecycle.daggers import LIVE, Daggers
 from jobs.lifecycle.logs import FileLog, follow, tail
 from jobs.spec import parse_spec
+from odin.apis import http_client
 from odin.cluster.lifecycle import Clusters
 from odin.paths import BIN_DIR
 from odin.registry import Refused
@@ -166,9 +166,9 @@ def test_a_member_reads_follows_and_finds_the_driver_of_a_deployed_dagger(
         assert (row["driver_id"], row["master_ui"], row["worker_ui"]) == (driver, master_ui, worker_ui)
         assert (row["state"], row["cluster"], row["driver_log_ui"]) == ("running", "main", log_page)
         # the links lead where they say: the master runs the driver; the worker's page is its log; the app is its
-        assert driver in [d["id"] for d in httpx.get(f"{master_ui}/json/", timeout=30).json()["activedrivers"]]
-        assert f"stdout log page for {driver}" in httpx.get(log_page, timeout=30).text
-        assert f"dagger-{team}-{name}" in httpx.get(row["app_ui"], timeout=30).text
+        assert driver in [d["id"] for d in http_client.get(f"{master_ui}/json/", timeout=30).json()["activedrivers"]]
+        assert f"stdout log page for {driver}" in http_client.get(log_page, timeout=30).text
+        assert f"dagger-{team}-{name}" in http_client.get(row["app_ui"], timeout=30).text
 
         # dagger status: the same driver and links, in the tables and as JSON
         r = dagger("status", "--team", team, "--json", "--state-dir", str(state))

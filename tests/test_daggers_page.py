@@ -17,7 +17,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
-from odin import victoria
+from odin.apis import victoria
 from odin.paths import REPO
 from odin.traffic.generator import booking_logs
 from tests.support.airflow import Airflow, as_user

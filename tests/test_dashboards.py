@@ -22,7 +22,7 @@ import yaml
 from jobs.health.checkup import Checkup
 from jobs.lifecycle.daggers import Daggers
 from jobs.spec import parse_spec
-from odin import victoria
+from odin.apis import http_client, victoria
 from odin.dashboards.model import BUILTINS, Variable, interpolate, references
 from odin.dashboards.platform import DASHBOARDS
 from odin.dashboards.render import DATASOURCE_UID, GRAFANA_DIR, differences, files
@@ -123,7 +123,7 @@ def _query_range(vm: str, expr: str, hours: float = 1) -> httpx.Response:
     the points the test's dagger and health check wrote a moment ago (a dashboard shows them a little later)."""
     end = time.time()
     params = {"query": expr, "start": str(end - hours * 3600), "end": str(end), "step": "60", "nocache": "1"}
-    return httpx.post(f"{vm}/api/v1/query_range", data=params, timeout=30)
+    return http_client.post(f"{vm}/api/v1/query_range", data=params, timeout=30)
 
 
 def test_every_query_parses_as_metricsql(services: Services) -> None:
@@ -144,7 +144,7 @@ def test_every_query_parses_as_metricsql(services: Services) -> None:
 
 def _series(vm: str, selector: str) -> list[dict[str, str]]:
     start = (datetime.now(UTC) - timedelta(hours=2)).timestamp()
-    r = httpx.post(f"{vm}/api/v1/series", data={"match[]": selector, "start": str(start)}, timeout=30)
+    r = http_client.post(f"{vm}/api/v1/series", data={"match[]": selector, "start": str(start)}, timeout=30)
     r.raise_for_status()
     series: list[dict[str, str]] = r.json()["data"]
     return series
@@ -154,7 +154,7 @@ def _variable_values(vm: str, v: Variable, values: dict[str, str]) -> set[str]:
     """What Grafana offers in variable `v`: the label's values on the series its source selects, extracted."""
     start = (datetime.now(UTC) - timedelta(hours=2)).timestamp()
     params = {"match[]": interpolate(str(v.source), values), "start": str(start)}
-    r = httpx.get(f"{vm}/api/v1/label/{v.label}/values", params=params, timeout=30)
+    r = http_client.get(f"{vm}/api/v1/label/{v.label}/values", params=params, timeout=30)
     r.raise_for_status()
     found: list[str] = r.json()["data"]
     if v.extract is None:

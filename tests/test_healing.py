@@ -16,7 +16,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
 from jobs.engine.status import owner
@@ -24,6 +23,7 @@ from jobs.health.checkup import Checkup, Reports
 from jobs.health.judge import DaggerHealth, HealthPolicy
 from jobs.lifecycle.daggers import Daggers, DeployError
 from jobs.spec import parse_spec
+from odin.apis import http_client
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR
@@ -118,7 +118,7 @@ def health_levels(services: Services, team: str, want: int = 3) -> list[int]:
     deadline = time.monotonic() + 30
     while len(levels) < want and time.monotonic() < deadline:
         time.sleep(1)
-        exported = httpx.get(
+        exported = http_client.get(
             f"{services.victoria_metrics_url}/api/v1/export",
             params={"match[]": f'dagger_health_level{{team="{team}"}}'},
             timeout=10,

@@ -12,7 +12,6 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import psutil
 import psycopg
 import pytest
@@ -24,7 +23,7 @@ from jobs.lifecycle import daggers as lifecycle
 from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
-from odin import victoria
+from odin.apis import http_client, victoria
 from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.cluster.spec import ClusterSpec
@@ -274,7 +273,10 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
         masters = [n for n in Clusters(registry, state).nodes(team, "main").values() if n["role"] == "spark_master"]
         for node in masters:  # what any team's member may open: the master's pages and JSON
             for page in ("/", "/json/"):
-                assert rotated not in httpx.get(f"http://{node['host']}:{node['ports']['ui']}{page}", timeout=30).text
+                assert (
+                    rotated
+                    not in http_client.get(f"http://{node['host']}:{node['ports']['ui']}{page}", timeout=30).text
+                )
     finally:
         for name in specs:
             if registry.dagger(team, name) is not None:

@@ -18,13 +18,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 from google.protobuf.message import Message
 
 from odin import catalog, processes
-from odin.airflow_api import AirflowApi
+from odin.apis import http_client
+from odin.apis.airflow_api import AirflowApi
 from odin.catalog import PERF_SUFFIX
 from odin.endpoints import Endpoints
 from odin.health import Health
@@ -292,7 +292,7 @@ def test_the_traffic_node_feeds_every_data_stream_live_and_leaves_perf_streams_t
     streams = catalog.load().streams
     listed = json.loads(odin("catalog", "list", "--json", "--state-dir", str(stack.state_dir)).stdout)
     assert {s["name"] for s in listed} == {t.name for s in streams for t in (s, s.perf_twin())}
-    health = httpx.get(f"{where.traffic_url}/health", timeout=10).json()
+    health = http_client.get(f"{where.traffic_url}/health", timeout=10).json()
     assert health["ok"] and set(health["streams"]) == {s.name for s in streams}, health
     for stream in streams:
         events = tail(where.kafka_bootstrap, stream.topics, stream.proto)

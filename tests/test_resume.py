@@ -28,7 +28,7 @@ from jobs.engine.runner import run
 from jobs.engine.source_stream import SourceStream
 from jobs.spec import KafkaSettings, StreamSpec, parse_spec
 from loki.faults.network import Link, remove_rules
-from odin import victoria
+from odin.apis import victoria
 from odin.kafka.topics import ensure_topics
 from odin.paths import BIN_DIR
 from odin.spec import StackSpec

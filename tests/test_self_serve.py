@@ -11,7 +11,7 @@ import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs.lifecycle.daggers import Daggers
-from odin.airflow_api import AirflowApi, AirflowApiError, access_token
+from odin.apis.airflow_api import AirflowApi, AirflowApiError, access_token
 from odin.paths import REPO
 from odin.traffic.generator import booking_logs
 from tests.support.airflow import Airflow, deploy_form

@@ -7,11 +7,11 @@ import sys
 import time
 import uuid
 
-import httpx
 import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odin.apis import http_client
 from odin.cluster.secret import rest_token
 from odin.paths import REPO
 from tests.support.services import Services
@@ -48,16 +48,16 @@ def test_kafka_round_trip(services: Services) -> None:
 def test_victoria_metrics_accepts_influx_lines(services: Services) -> None:
     series = f"smoke_{uuid.uuid4().hex[:8]}"
     now_ms = int(time.time() * 1000)
-    r = httpx.post(
+    r = http_client.post(
         f"{services.victoria_metrics_url}/write",
         params={"precision": "ms"},
         content=f"{series},city=jakarta value=42 {now_ms}",
     )
     assert r.status_code == 204
-    httpx.get(f"{services.victoria_metrics_url}/internal/force_flush")
+    http_client.get(f"{services.victoria_metrics_url}/internal/force_flush")
     query = {"query": f"{series}_value", "time": now_ms / 1000}
     result = wait_for(
-        lambda: httpx.get(f"{services.victoria_metrics_url}/api/v1/query", params=query).json()["data"]["result"],
+        lambda: http_client.get(f"{services.victoria_metrics_url}/api/v1/query", params=query).json()["data"]["result"],
         30,
         f"{series} to be searchable in VictoriaMetrics",
     )
@@ -66,9 +66,11 @@ def test_victoria_metrics_accepts_influx_lines(services: Services) -> None:
 
 def test_influxdb_v1_write_and_query(services: Services) -> None:
     series = f"smoke_{uuid.uuid4().hex[:8]}"
-    r = httpx.post(f"{services.influxdb_url}/write", params={"db": "daggers"}, content=f"{series},city=bandung n=7i")
+    r = http_client.post(
+        f"{services.influxdb_url}/write", params={"db": "daggers"}, content=f"{series},city=bandung n=7i"
+    )
     assert r.status_code == 204
-    q = httpx.get(f"{services.influxdb_url}/query", params={"db": "daggers", "q": f'SELECT n FROM "{series}"'})
+    q = http_client.get(f"{services.influxdb_url}/query", params={"db": "daggers", "q": f'SELECT n FROM "{series}"'})
     assert q.json()["results"][0]["series"][0]["values"][0][1] == 7
 
 
@@ -80,16 +82,16 @@ def test_postgres_platform_database(services: Services) -> None:
 
 
 def test_spark_master_has_worker_and_rest_endpoint(services: Services) -> None:
-    doc = httpx.get(f"{services.spark_ui_url}/json/").json()
+    doc = http_client.get(f"{services.spark_ui_url}/json/").json()
     assert doc["status"] == "ALIVE"
     assert [w["state"] for w in doc["workers"]] == ["ALIVE"]
     # The REST submission server runs anything it is sent: only requests signed with the stack's secret get in.
     status = f"{services.spark_rest_url}/v1/submissions/status/driver-none"
-    assert httpx.get(status).status_code == 403
+    assert http_client.get(status).status_code == 403
     assert services.stack is not None and services.stack.rest_secret_file.stat().st_mode & 0o777 == 0o600
     signed = {"Authorization": f"Bearer {rest_token(services.stack.rest_secret_file, 'test')}"}
     # a status query for an unknown driver is a well-formed reply
-    assert httpx.get(status, headers=signed).json()["action"] == "SubmissionStatusResponse"
+    assert http_client.get(status, headers=signed).json()["action"] == "SubmissionStatusResponse"
 
 
 def test_an_environment_is_read_by_many_while_terraform_plans_it(services: Services) -> None:

@@ -15,7 +15,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
@@ -30,7 +29,7 @@ from jobs.sinks.kafka import KafkaWriter, commit_topic, transactional_id
 from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, SpecError, parse_spec
-from odin import victoria
+from odin.apis import http_client, victoria
 from tests.support.kafka import consume_all, latest_by_key
 from tests.support.services import Services, TeamDb
 
@@ -250,7 +249,7 @@ def test_influx_v2_sink_on_victoria_metrics(services: Services) -> None:
 
 
 def influx_rows(url: str, measurement: str) -> list[list[Any]]:
-    r = httpx.get(
+    r = http_client.get(
         f"{url}/query",
         params={
             "db": "daggers",
@@ -281,7 +280,7 @@ def test_influx_v1_sink_on_influxdb_1_6(services: Services) -> None:
     )
     assert influx_rows(services.influxdb_url, measurement) == want
     # Tags vs fields as stored: tag_ kept, label_ stripped; numbers are fields.
-    keys = httpx.get(
+    keys = http_client.get(
         f"{services.influxdb_url}/query", params={"db": "daggers", "q": f'SHOW TAG KEYS FROM "{measurement}"'}
     ).json()
     assert sorted(v[0] for v in keys["results"][0]["series"][0]["values"]) == ["service", "tag_city_id"]
@@ -744,7 +743,7 @@ def test_sinks_take_spark_arrow_batches(
     with team_db.connect() as conn:
         got = conn.execute(f"SELECT window_end, city, n, fare, drivers, m, ntz FROM {name}").fetchall()
     assert got == [(end, "jkt", 2, Decimal("3.5"), ["d1", "d2"], {"a": 1}, datetime(2026, 1, 1, tzinfo=UTC))]
-    q = httpx.get(
+    q = http_client.get(
         f"{services.influxdb_url}/query", params={"db": "daggers", "epoch": "ms", "q": f'SELECT * FROM "{name}"'}
     ).json()["results"][0]["series"][0]
     assert dict(zip(q["columns"], q["values"][0], strict=True)) == {"time": ms(end), "city": "jkt", "n": 2, "fare": 3.5}

@@ -19,6 +19,7 @@ import httpx
 
 from jobs.engine.offsets import SourceOffset, batch_ranges
 from jobs.sinks.influx import escape_key
+from odin.apis import http_client
 
 log = logging.getLogger("dagger.telemetry")
 MEASUREMENT = "dagger_metrics"
@@ -148,7 +149,7 @@ class Telemetry:
         if not self.url:
             return
         try:
-            r = httpx.post(f"{self.url}/write", params={"db": self.database}, content="\n".join(lines), timeout=5)
+            r = http_client.post(f"{self.url}/write", params={"db": self.database}, content="\n".join(lines), timeout=5)
             r.raise_for_status()
         except httpx.HTTPError as e:  # telemetry is best effort: count and log, keep processing
             self.failures += 1

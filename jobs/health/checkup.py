@@ -29,6 +29,7 @@ from jobs.lifecycle.logs import MasterView, active_master, spark_links
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.sinks.influx import escape_key
 from odin.alerting.alertmanager import post_alert
+from odin.apis import http_client
 from odin.cluster.health import ClusterHealth
 from odin.cluster.lifecycle import ClusterError, Clusters
 from odin.cluster.secret import rest_token, secret_file
@@ -371,7 +372,9 @@ class Checkup:
         if not self.metrics_url:
             return
         try:
-            httpx.post(f"{self.metrics_url}/write", content="\n".join(points(report)), timeout=5).raise_for_status()
+            http_client.post(
+                f"{self.metrics_url}/write", content="\n".join(points(report)), timeout=5
+            ).raise_for_status()
         except httpx.HTTPError as e:  # the report on disk is still there; the next check writes again
             self.say(f"health points to {self.metrics_url}: {e}")
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from jobs.engine.status import DRIVER_ID
+from odin.apis import http_client
 
 UI_TIMEOUT_S = 3.0  # per master or worker UI: `dagger list` asks each cluster's masters once, and must not hang
 CHUNK = 256 * 1024  # bytes per read while following
@@ -55,7 +56,7 @@ def active_master(ui_urls: Iterable[str], timeout_s: float = UI_TIMEOUT_S) -> Ma
     """The master that is ALIVE (a standby answers STANDBY); None when none answers."""
     for url in ui_urls:
         try:
-            doc = httpx.get(f"{url.rstrip('/')}/json/", timeout=timeout_s).json()
+            doc = http_client.get(f"{url.rstrip('/')}/json/", timeout=timeout_s).json()
         except (httpx.HTTPError, ValueError):
             continue
         if isinstance(doc, dict) and doc.get("status") == "ALIVE":
@@ -135,7 +136,7 @@ class WorkerLog:
     def read(self, offset: int, length: int) -> Chunk:
         params = {"driverId": self.driver_id, "logType": str(self.log_type), "offset": offset, "byteLength": length}
         try:
-            r = httpx.get(self.url, params=params, timeout=self.timeout_s)
+            r = http_client.get(self.url, params=params, timeout=self.timeout_s)
         except httpx.HTTPError as e:
             raise LogUnavailable(f"worker UI {self.where}: {type(e).__name__}: {e}") from None
         if r.status_code != 200:

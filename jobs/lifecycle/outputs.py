@@ -22,7 +22,7 @@ from google.protobuf.json_format import MessageToDict
 from psycopg import sql
 
 from jobs.events.protobuf import find_message
-from odin import victoria
+from odin.apis import http_client, victoria
 
 TIMEOUT_S = 10.0  # per read: a CLI must not hang on a sink that does not answer
 LOOKBACK_S = 24 * 3600  # an influx sink's points are looked for this far back
@@ -69,7 +69,7 @@ def influx_rows(vm: str, measurement: str, team: str, last: int, now: float | No
         points: dict[tuple[int, tuple[tuple[str, str], ...]], dict[str, float]] = {}
         fields: set[str] = set()
         tags: set[str] = set()
-        with httpx.stream("GET", f"{vm}/api/v1/export", params=params, timeout=TIMEOUT_S * 3) as r:
+        with http_client.stream("GET", f"{vm}/api/v1/export", params=params, timeout=TIMEOUT_S * 3) as r:
             r.raise_for_status()
             for n, line in enumerate(r.iter_lines()):
                 if n >= MAX_SERIES or not line.strip():

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pyspark
 
+from odin.apis import http_client
+
 MAIN_CLASS = "org.apache.spark.deploy.PythonRunner"
 FINAL_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "ERROR"})
 TIMEOUT_S = 15.0
@@ -61,7 +63,7 @@ class SparkRest:
         problems = []
         for url in self.rest_urls:
             try:
-                r = httpx.request(
+                r = http_client.request(
                     method,
                     f"{url}/v1/submissions/{path}",
                     json=body,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import httpx
+from odin.apis import http_client
 
 
 def post_alert(
@@ -19,4 +19,4 @@ def post_alert(
         "startsAt": now.isoformat(),
         "endsAt": (now + lasts).isoformat(),
     }
-    httpx.post(f"{alertmanager_url}/api/v2/alerts", json=[alert], timeout=10).raise_for_status()
+    http_client.post(f"{alertmanager_url}/api/v2/alerts", json=[alert], timeout=10).raise_for_status()

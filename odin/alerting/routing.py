@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import yaml
 
+from odin.apis import http_client
 from odin.registry import Registry
 
 PLATFORM = "platform"
@@ -98,7 +99,7 @@ def sync(registry: Registry, path: Path, receiver_url: str, alertmanager_url: st
     changed = write(path, registry.teams(), receiver_url)
     if changed:
         try:
-            httpx.post(f"{alertmanager_url}/-/reload", timeout=10).raise_for_status()
+            http_client.post(f"{alertmanager_url}/-/reload", timeout=10).raise_for_status()
         except httpx.ConnectError:
             pass  # not running: it reads the file when it starts
         except httpx.HTTPError as e:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from odin.apis import http_client
 from odin.processes import of_node
 
 Node = dict[str, Any]
@@ -34,7 +35,9 @@ class ClusterHealth:
 
 
 def _master_doc(node: Node) -> dict[str, Any]:
-    doc: dict[str, Any] = httpx.get(f"http://{node['host']}:{node['ports']['ui']}/json/", timeout=TIMEOUT_S).json()
+    doc: dict[str, Any] = http_client.get(
+        f"http://{node['host']}:{node['ports']['ui']}/json/", timeout=TIMEOUT_S
+    ).json()
     return doc
 
 

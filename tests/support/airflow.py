@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from odin.airflow_api import AirflowApi
+from odin.apis.airflow_api import AirflowApi
 from odin.endpoints import Endpoints
 from tests.support.catalog import PERF_STREAM
 from tests.support.seeds import SURGE_SQL
@@ -44,7 +44,7 @@ def as_user(airflow: Airflow, user: str | None) -> Any:
     """An HTTP client (httpx) of Airflow's api-server acting as `user` (its bearer token), or anonymous (None)."""
     import httpx
 
-    from odin.airflow_api import access_token
+    from odin.apis.airflow_api import access_token
 
     headers = {}
     if user is not None:

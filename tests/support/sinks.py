@@ -10,11 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from jobs.engine.status import DaggerStatus, read_status, status_path
 from jobs.sinks import read_log
-from odin import victoria
+from odin.apis import http_client, victoria
 from tests.support.services import Services
 
 
@@ -55,7 +53,7 @@ def influx_surge(services: Services, version: int, measurement: str) -> Counter[
                 got[(int(m["tag_city_id"]), m["tag_s2id"], m["tag_vehicle_type"], end)] = int(value)
         return got
     q = f'SELECT num_of_bookings, tag_city_id, tag_s2id, tag_vehicle_type FROM "{measurement}"'
-    r = httpx.get(f"{services.influxdb_url}/query", params={"db": "daggers", "epoch": "ms", "q": q}, timeout=30)
+    r = http_client.get(f"{services.influxdb_url}/query", params={"db": "daggers", "epoch": "ms", "q": q}, timeout=30)
     r.raise_for_status()
     for ts, n, city, s2, vehicle in (r.json()["results"][0].get("series") or [{"values": []}])[0]["values"]:
         got[(int(city), s2, vehicle, datetime.fromtimestamp(ts / 1000, UTC).isoformat())] = n

@@ -20,9 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from odin import victoria
+from odin.apis import http_client, victoria
 
 ENVIRONMENT = "local"  # the Odin environment this Airflow belongs to (its ODIN_HOME)
 RATE_WINDOW_S, RATE_STEP_S = 30 * 60, 30  # the sparkline: input rate over the last half hour
@@ -283,7 +281,7 @@ def input_rates(vm: str, teams: list[str], now: float | None = None) -> dict[str
     end = now or time.time()
     expr = f'max by (dagger) (dagger_metrics_input_rate{{team=~"{victoria.any_of(teams)}"}})'
     params = {"query": expr, "start": end - RATE_WINDOW_S, "end": end, "step": f"{RATE_STEP_S}s"}
-    r = httpx.get(f"{vm}/api/v1/query_range", params=params, timeout=TSDB_TIMEOUT_S)
+    r = http_client.get(f"{vm}/api/v1/query_range", params=params, timeout=TSDB_TIMEOUT_S)
     r.raise_for_status()
     out: dict[str, Series] = {}
     for series in r.json().get("data", {}).get("result", []):
@@ -299,7 +297,7 @@ def outputs(vm: str, measurement: str, team: str, now: float | None = None) -> d
     end = now or time.time()
     match = f'{{__name__=~"{victoria.any_of([measurement])}_.+",team="{victoria.literal(team)}"}}'
     params = {"match[]": match, "start": int(end - OUTPUT_WINDOW_S), "end": int(end)}
-    with httpx.stream("GET", f"{vm}/api/v1/export", params=params, timeout=TSDB_TIMEOUT_S * 2) as r:
+    with http_client.stream("GET", f"{vm}/api/v1/export", params=params, timeout=TSDB_TIMEOUT_S * 2) as r:
         r.raise_for_status()
         sums: dict[str, dict[float, float]] = {}
         for n, line in enumerate(r.iter_lines()):

@@ -11,13 +11,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from airflow_client.client import ApiClient, Configuration
 from airflow_client.client.api.dag_api import DAGApi
 from airflow_client.client.api.dag_run_api import DagRunApi
 from airflow_client.client.api.task_instance_api import TaskInstanceApi
 from airflow_client.client.exceptions import NotFoundException
 from airflow_client.client.models import DAGPatchBody, TriggerDAGRunPostBody
+
+from odin.apis import http_client
 
 FINISHED = ("success", "failed")
 
@@ -28,7 +29,7 @@ class AirflowApiError(RuntimeError):
 
 def access_token(url: str, user: str, password: str) -> str:
     """A JWT for `user` from the simple auth manager (other auth managers have their own login)."""
-    r = httpx.post(f"{url}/auth/token", json={"username": user, "password": password}, timeout=30)
+    r = http_client.post(f"{url}/auth/token", json={"username": user, "password": password}, timeout=30)
     if r.status_code != 201:
         raise AirflowApiError(f"login as {user} at {url} failed: HTTP {r.status_code} {r.text[:200]}")
     return str(r.json()["access_token"])

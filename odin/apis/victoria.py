@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-import httpx
+from odin.apis import http_client
 
 
 def literal(value: str) -> str:
@@ -21,20 +21,20 @@ def any_of(values: list[str]) -> str:
 
 def flush(vm: str) -> None:
     """Make recently written samples searchable now (they otherwise appear within seconds)."""
-    httpx.get(f"{vm}/internal/force_flush", timeout=10).raise_for_status()
+    http_client.get(f"{vm}/internal/force_flush", timeout=10).raise_for_status()
 
 
 def export(vm: str, match: str) -> list[dict[str, Any]]:
     """Every sample of the series matching `match`: [{"metric": labels, "values": [...], "timestamps": [...]}]."""
     flush(vm)
-    r = httpx.get(f"{vm}/api/v1/export", params={"match[]": match, "start": "0"}, timeout=120)
+    r = http_client.get(f"{vm}/api/v1/export", params={"match[]": match, "start": "0"}, timeout=120)
     r.raise_for_status()
     return [json.loads(line) for line in r.text.splitlines()]
 
 
 def query(vm: str, expr: str, timeout_s: float = 5.0) -> float | None:
     """An instant MetricsQL query's single value (summed if several series); None when nothing matches."""
-    r = httpx.get(f"{vm}/api/v1/query", params={"query": expr}, timeout=timeout_s)
+    r = http_client.get(f"{vm}/api/v1/query", params={"query": expr}, timeout=timeout_s)
     r.raise_for_status()
     result = r.json().get("data", {}).get("result", [])
     if not result:
