@@ -182,6 +182,7 @@ def build(
             "indeterminate_counted": sum(c.indeterminate_counted for c in comparisons.values()),
             "gone_from_broker": broker.gone if broker is not None else None,
             "duplicated_on_broker": broker.duplicated if broker is not None else None,
+            "failed_but_stored": broker.failed_but_stored if broker is not None else None,
         },
         "broker": broker.to_dict() if broker is not None else None,
         "ground_truth": "ground_truth.csv",  # beside this report: events per window and key, by fate

@@ -127,7 +127,7 @@ def run_playbook(
             except Exception as e:  # the sink's comparison stands without it
                 result.errors.append(f"broker check: {type(e).__name__}: {e}")
             say("computing the ground truth and comparing every consumer's sink")
-            comparisons = against_truth(book, result, digests, broker.gone_hashes if broker else None)
+            comparisons = against_truth(book, result, digests, broker)
         except Exception as e:
             result.errors.append(f"ground truth: {type(e).__name__}: {e}")
         report = build(book, result, comparisons, registry, broker)

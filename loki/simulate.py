@@ -259,7 +259,7 @@ class Simulation:
 
     def _wait_first_progress(self) -> None:
         """Every consumer has reported a batch (its telemetry reached VictoriaMetrics)."""
-        from odin import victoria
+        from odin.apis import victoria
 
         deadline = time.monotonic() + START_TIMEOUT_S
         waiting = set(self.result.consumers)

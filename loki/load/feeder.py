@@ -146,12 +146,14 @@ class Feed:
             fate = int(self.fates[i])
             window = float(np.floor(self.times[i] / window_s) * window_s)
             out.keys.setdefault((window, key), [0, 0, 0])[FATES.index(fate)] += 1
-            if payload is None or fate == FAILED:
+            if payload is None:
                 continue
             topic, partition = self.targets[self.slots[i]]
             out.payloads.setdefault(fate, {}).setdefault(topic, []).append(payload)
             if fate == ACKED:
                 out.acked.setdefault((topic, partition), []).append((int(self.offsets[i]), hash(payload)))
+            elif fate == FAILED:
+                out.failed.setdefault((topic, partition), []).append(hash(payload))
         return out
 
 
@@ -173,13 +175,16 @@ class Digest:
     """A feed's history as the checks after a run use it (payload hashes are this process's `hash`: compare them
     only within the run's process).
 
-    payloads: decodable events acknowledged or indeterminate, serialized, per fate and topic (the ground truth's input)
+    payloads: decodable events, serialized, per fate and topic (the ground truth's input)
     acked: per topic-partition, (offset, payload hash) of every decodable acknowledged event (the broker check)
+    failed: per topic-partition, the payload hashes of decodable events the producer said failed (the broker check
+      finds those it stored all the same)
     keys: per (window start, key), events acknowledged, failed and indeterminate (the ground truth at its finest)
     """
 
     payloads: dict[int, dict[str, list[bytes]]] = field(default_factory=dict)
     acked: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
+    failed: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     keys: dict[tuple[float, str], list[int]] = field(default_factory=dict)
 
     def of(self, fates: tuple[int, ...], topics: list[str]) -> list[bytes]:

@@ -8,6 +8,7 @@ functions, so a connection a server closed while idle is never reused."""
 from __future__ import annotations
 
 import functools
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -30,6 +31,6 @@ def post(url: str, **kwargs: Any) -> httpx.Response:
     return client().post(url, **kwargs)
 
 
-def stream(method: str, url: str, **kwargs: Any) -> Any:
+def stream(method: str, url: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
     """A response read as it arrives: `with stream(...) as r:`."""
     return client().stream(method, url, **kwargs)
