@@ -3,12 +3,14 @@ Alertmanager). httpx's module functions (`httpx.get`, `httpx.post`...) build a c
 the CA bundle: ~45 ms of CPU per request, even over plain http. A dagger's telemetry paid that at every progress.
 
 No connection is kept between requests (no keep-alive pool): each request opens its own, as with the module
-functions, so a connection a server closed while idle is never reused."""
+functions, so a connection a server closed while idle is never reused. No cookie is kept either: a process may act
+for several users (a test, a CLI logging in), and one's cookie must never ride along with another's request."""
 
 from __future__ import annotations
 
 import functools
 from contextlib import AbstractContextManager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
@@ -16,7 +18,8 @@ import httpx
 
 @functools.cache
 def client() -> httpx.Client:
-    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+    no_cookies = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), cookies=no_cookies)
 
 
 def request(method: str, url: str, **kwargs: Any) -> httpx.Response:
