@@ -4,6 +4,7 @@ by Odin itself on free 127.0.0.1 ports in a temp dir, and stopped by PID at the 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
@@ -34,13 +35,13 @@ from pyspark.sql import SparkSession
 
 from jobs.engine.session import spark_session
 from odin import pg_roles
-from odin.endpoints import Endpoints
+from odin.paths import REPO
 from odin.paths import temporary_state_dir as state_dir
 from odin.ports import stack_ports
 from odin.registry import Registry, migrate
 from odin.spec import Service, StackSpec
 from odin.stack import Stack, UpReport
-from tests.support.airflow import USERS, Airflow
+from tests.support import scheduling
 from tests.support.services import Services, TeamCluster, TeamDb
 
 if TYPE_CHECKING:
@@ -211,31 +212,6 @@ def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
         registry.close()
 
 
-# -- Airflow ----------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def airflow(services: Services, team_cluster: TeamCluster) -> Iterator[Airflow]:
-    """Airflow added to the session's stack (after the team cluster exists: the form's dropdowns are read when the
-    DAG file is parsed), stopped after the module that uses it. Its scheduled DAGs stay paused: a health check every
-    minute would heal the daggers other tests break on purpose."""
-    stack = services.stack
-    assert stack is not None
-    report = stack.up(stack.resolve(None, {Service.airflow}, None, USERS, airflow_dags_paused=True))
-    try:
-        assert report.ok, [(f.task, f.message) for f in report.playbook.failures]
-        endpoints = Endpoints(stack.nodes())
-        yield Airflow(endpoints.airflow_url, endpoints)
-    finally:
-        stack.down(only={Service.airflow})
-
-
-# Loki's experiments feed live events into the perf stream, which the self-serve and DAG tests' daggers read from its
-# start: events newer than theirs, read first, would make theirs late. Their files run first (xdist hands files out
-# in collection order), the files that run Loki last.
-LIVE_PERF_LOAD = ("tests/test_loki", "tests/test_clusters.py")
-
-
 # The fixtures that start services (here and in test files), directly or through the fixtures they use: a test that
 # uses any of them, even through another fixture, is marked `services`, so that `pytest -m "not services"` runs only
 # the pure tests (a local Spark session is not a service). Files whose tests start services themselves say so with
@@ -249,7 +225,7 @@ SERVICE_FIXTURES = frozenset(
         "own_team",
         "full_stack",  # tests/test_odin.py
         "two_brokers",  # tests/test_kafka_failover.py
-        "airflow_cli",  # Airflow's CLI on its migrated database: tests/test_dags.py
+        "airflow_cli",  # Airflow's CLI on its migrated database: tests/airflow/test_dags.py
         "spark",  # a local Spark JVM: no service to start, but seconds per test
     }
 )
@@ -262,11 +238,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.services)
         if "spark" in fixtures:  # the local[2] session (-m "spark" selects them)
             item.add_marker(pytest.mark.spark)
-    items.sort(key=lambda item: item.nodeid.startswith(LIVE_PERF_LOAD))
+    scheduling.order(items, scheduling.recorded_seconds())
 
 
-# -- where the suite's time goes: seconds per file (setup, call and teardown), to balance the two xdist workers ----
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> scheduling.UnitScheduling | None:
+    return scheduling.UnitScheduling(config, log) if config.getoption("dist") == "loadfile" else None
+
+
+# -- where the suite's time goes: seconds per file (setup, call and teardown), to balance the two xdist workers: a
+# whole run's figures, copied to tests/file_seconds.json, order the next runs (tests/support/scheduling.py) ----------
 _FILE_SECONDS: dict[str, float] = {}
+RECORD = REPO / ".local" / "test-file-seconds.json"
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -279,3 +262,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("seconds per test file")
         for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1]):
             terminalreporter.write_line(f"{seconds:8.1f}s {path}")
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps({p: round(s, 1) for p, s in sorted(_FILE_SECONDS.items())}, indent=1) + "\n")
