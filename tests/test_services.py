@@ -32,6 +32,8 @@ def test_kafka_round_trip(services: Services) -> None:
             "group.id": topic,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            # Tansu answers a group's first join after about half the session timeout: 23 s at librdkafka's 45 s
+            "session.timeout.ms": 6000,
         }
     )
     consumer.subscribe([topic])
