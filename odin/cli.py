@@ -147,7 +147,8 @@ def up(
     if report.playbook.status == SKIPPED:
         console.print("ansible: not run (nothing changed since its last run, all healthy; --converge runs it)")
     else:
-        console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status}")
+        on = ", ".join(report.converged) if len(report.converged) <= 4 else f"{len(report.converged)} nodes"
+        console.print(f"ansible: {report.playbook.total_changed} changed, status {report.playbook.status} (on {on})")
     if report.registry_revision:
         console.print(f"registry: migrated to revision {report.registry_revision}")
         if first := _first_platform_engineer(stack):

@@ -62,6 +62,7 @@ class UpReport:
     nodes: list[NodeStatus] = field(default_factory=list)
     registry_revision: str | None = None  # the platform registry's, when PostgreSQL was converged
     catalog: list[StreamSync] = field(default_factory=list)  # the stream catalog loaded into it
+    converged: list[str] = field(default_factory=list)  # the nodes Ansible ran on (those changed or down)
 
     @property
     def ok(self) -> bool:
@@ -221,8 +222,8 @@ class Stack:
 
     # -- commands --------------------------------------------------------------------------------------
     def up(self, spec: StackSpec, progress: Progress | None = None, converge: bool = False) -> UpReport:
-        """`converge`: run Ansible even when nothing changed since its last successful run and every node is
-        healthy (odin/provision/converged.py)."""
+        """Ansible converges the selected nodes whose inputs changed since their last successful converge or that are
+        not healthy (odin/provision/converged.py); `converge`: every selected node."""
         say = progress or (lambda _msg: None)
         before = self.nodes()
         say("terraform plan")
@@ -238,25 +239,27 @@ class Stack:
             gone = self._playbook("stop.yml", {n: before[n] for n in removed}, None, progress)
             if not gone.ok:
                 return UpReport(plan, removed, gone)
-        limit = None if spec.selected == frozenset(Service) else ",".join(sorted(spec.selected))
         ensure_secret(self.rest_secret_file)  # the master's REST endpoint runs whatever it is sent: never open
         files = [*converged.inputs(), self.rest_secret_file]  # a new secret must reach the master's configuration
         inventory, variables = build_inventory(planned), self._extravars()
-        inputs = converged.digest("site.yml", inventory, variables, limit, files)
+        digests = converged.node_digests("site.yml", inventory, variables, files)
         last = converged.LastConverge(self.state_dir, self.environment)
-        unchanged: list[NodeStatus] | None = None  # every selected node's status, when a converge would change nothing
-        if not converge and plan.empty and not removed and last.matches(inputs):
+        selected = {name: n for name, n in planned.items() if n["role"] in spec.selected}
+        # Converge the selected nodes whose inputs changed, and those not healthy; the others keep their status.
+        todo = set(selected) if converge else last.stale({name: digests[name] for name in selected})
+        checked: dict[str, NodeStatus] = {}
+        if len(todo) < len(selected):
             say("checking the services")
-            checked = [node_status(n) for n in planned.values() if n["role"] in spec.selected]
-            if all(s.health.ok and s.running for s in checked):
-                unchanged = checked
-        if unchanged is not None:
+            checked = {name: node_status(n) for name, n in selected.items() if name not in todo}
+            todo |= {name for name, status in checked.items() if not (status.health.ok and status.running)}
+        if not todo:
             result = PlaybookResult("site.yml", SKIPPED, 0)
         else:
-            last.forget()  # until this converge succeeds
+            last.forget(todo)  # until this converge succeeds
+            limit = ",".join(sorted(todo))
             result = self._playbook("site.yml", planned, limit, progress, (inventory, variables))
             if result.ok:
-                last.record(inputs)
+                last.record({name: digests[name] for name in todo})
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
         AppliedStack(
             spark_workers=spec.spark_workers,
@@ -268,8 +271,8 @@ class Stack:
         ).save(self.state_dir, self.environment)
         # After a failed converge, the status as it is: what it never started would not become healthy by waiting.
         status_of = settled_status if result.ok else node_status
-        statuses = unchanged or [status_of(n) for n in planned.values() if n["role"] in spec.selected]
-        report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name))
+        statuses = [checked[name] if name not in todo else status_of(n) for name, n in selected.items()]
+        report = UpReport(plan, removed, result, sorted(statuses, key=lambda s: s.name), converged=sorted(todo))
         if Service.postgres in spec.selected and report.ok:
             say("registry: migrate")
             report.registry_revision = migrate_registry(Endpoints(planned))
@@ -320,8 +323,9 @@ class Stack:
         (the CLI stops the team clusters there), then the rest: a health run would heal what is being stopped."""
         if purge and only:
             raise ValueError("purge removes the whole environment: it cannot be limited to some services")
-        converged.LastConverge(self.state_dir, self.environment).forget()  # the next `up` converges
         nodes = {k: n for k, n in self.nodes().items() if only is None or n["role"] in only}
+        # the next `up` converges what this stops
+        converged.LastConverge(self.state_dir, self.environment).forget(None if only is None else set(nodes))
         running = sum(p.running for n in nodes.values() for p in processes.of_node(n))
         results: list[PlaybookResult] = []
 

@@ -37,34 +37,56 @@ def test_the_digest_changes_with_every_input(tmp_path: Path) -> None:
         src, dst = REPO / rel, repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
-    inventory = {"all": {"hosts": {"kafka": {"ansible_host": "127.0.0.1", "port": 9092}}}}
-    extravars = {"odin_environment": "local"}
 
-    def digest(**change: object) -> str:
-        args = {"inventory": inventory, "extravars": extravars, "limit": None} | change
-        return converged.digest("site.yml", args["inventory"], args["extravars"], args["limit"],  # type: ignore[arg-type]
-                                converged.inputs(repo, ansible))  # fmt: skip
+    def inventory(worker_port: int = 7078, master_port: int = 7077) -> dict:
+        def host(role: str, port: int) -> dict:
+            return {"hosts": {f"{role}-1": {"ansible_host": "127.0.0.1", "node": {"role": role, "port": port}}}}
 
-    first = digest()
-    assert digest() == first  # the same inputs: the same digest
-    assert digest(limit="kafka_broker") != first
-    assert digest(extravars={"odin_environment": "gcp"}) != first
-    assert digest(inventory={"all": {"hosts": {"kafka": {"ansible_host": "127.0.0.1", "port": 9093}}}}) != first
+        roles = {"kafka_broker": 9092, "spark_master": master_port, "spark_worker": worker_port}
+        return {"all": {"children": {role: host(role, port) for role, port in roles.items()}}}
+
+    def digests(**change: object) -> dict[str, str]:
+        args = {"inventory": inventory(), "extravars": {"odin_environment": "local"}} | change
+        return converged.node_digests("site.yml", args["inventory"], args["extravars"],  # type: ignore[arg-type]
+                                      converged.inputs(repo, ansible))  # fmt: skip
+
+    first = digests()
+    assert digests() == first  # the same inputs: the same digests
+    changed = {name for name, d in digests(inventory=inventory(worker_port=7079)).items() if d != first[name]}
+    assert changed == {"spark_worker-1"}  # its own entry: that node only
+    changed = {name for name, d in digests(inventory=inventory(master_port=7070)).items() if d != first[name]}
+    assert changed == {"spark_master-1", "spark_worker-1"}  # a worker reads its master's entry
+    assert all(d != first[n] for n, d in digests(extravars={"odin_environment": "gcp"}).items())  # shared: all
     role = next(ansible.rglob("main.yml"))
-    for changed in (role, repo / "odin/catalog/streams.yaml", repo / ".ci/requirements.lock"):
-        before = changed.read_bytes()
-        changed.write_bytes(before + b"\n# changed\n")
-        assert digest() != first, changed
-        changed.write_bytes(before)
+    for file in (role, repo / "odin/catalog/streams.yaml", repo / ".ci/requirements.lock"):
+        before = file.read_bytes()
+        file.write_bytes(before + b"\n# changed\n")
+        assert all(d != first[n] for n, d in digests().items()), file
+        file.write_bytes(before)
     (ansible / "roles" / "new_role").mkdir()
     (ansible / "roles" / "new_role" / "defaults.yml").write_text("x: 1\n")
-    assert digest() != first  # a new file too
+    assert all(d != first[n] for n, d in digests().items())  # a new file too
 
 
-def test_a_forgotten_converge_matches_nothing(tmp_path: Path) -> None:
+def test_every_other_group_a_role_reads_is_an_input_of_its_nodes() -> None:
+    """A role that reads another group's hosts (`hostvars[groups['spark_master'][0]]`) must declare it, or a change
+    of those hosts would not converge its nodes."""
+    for role_dir in sorted((ANSIBLE_DIR / "roles").iterdir()):
+        text = "".join(f.read_text(errors="replace") for f in role_dir.rglob("*") if f.is_file())
+        read = set(re.findall(r"groups\[['\"](\w+)['\"]\]", text))
+        declared = set(converged.READS_OF_OTHER_NODES.get(role_dir.name, ()))
+        assert read <= declared, f"role {role_dir.name} reads {sorted(read - declared)}: add to READS_OF_OTHER_NODES"
+
+
+def test_a_forgotten_node_converges_again(tmp_path: Path) -> None:
     last = converged.LastConverge(tmp_path, "local")
-    assert not last.matches("abc")
-    last.record("abc")
-    assert last.matches("abc") and not last.matches("abd")
+    assert last.stale({"a": "1", "b": "2"}) == {"a", "b"}  # never converged
+    last.record({"a": "1", "b": "2"})
+    assert last.stale({"a": "1", "b": "2"}) == set()
+    assert last.stale({"a": "1", "b": "3", "c": "4"}) == {"b", "c"}
+    last.forget({"a"})
+    assert last.stale({"a": "1", "b": "2"}) == {"a"}
     last.forget()
-    assert not last.matches("abc")
+    assert last.stale({"b": "2"}) == {"b"}
+    last.path.write_text("an older format\n")
+    assert last.stale({"b": "2"}) == {"b"}

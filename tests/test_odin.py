@@ -358,6 +358,7 @@ def test_scaling_to_three_workers_adds_one_and_restarts_nothing(full_stack: tupl
     r = odin("up", "--workers", "3", *flags)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "terraform: 1 to add, 0 to change, 0 to destroy" in r.stdout
+    assert "(on spark-worker-3)" in r.stdout, r.stdout  # Ansible converged the new node only
     after = pids(stack)
     assert {k: after[k] for k in before} == before
     assert set(after) - set(before) == {"spark-worker-3@worker"}
@@ -375,7 +376,7 @@ def test_killed_services_are_restored_by_the_next_up(full_stack: tuple[Stack, li
     assert odin("status", flags[0], flags[1]).returncode == 1
     r = odin("up", *flags)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "ansible: 2 changed" in r.stdout, r.stdout
+    assert "ansible: 2 changed, status successful (on spark-worker-2, victoria-metrics)" in r.stdout, r.stdout
     after = pids(stack)
     assert all(after[v] not in (None, before[v]) for v in victims)
     assert {k: v for k, v in after.items() if k not in victims} == {k: v for k, v in before.items() if k not in victims}
@@ -389,6 +390,7 @@ def test_changed_configuration_restarts_only_that_service(full_stack: tuple[Stac
     r = odin("up", *flags, "--port", f"influxdb={new_port}")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 to add, 1 to change, 0 to destroy" in r.stdout
+    assert "(on influxdb-server)" in r.stdout, r.stdout  # no other node reads its port
     after = pids(stack)
     assert after["influxdb-server@influxd"] != before["influxdb-server@influxd"]
     assert {k: v for k, v in after.items() if not k.startswith("influxdb")} == {

@@ -1,9 +1,10 @@
-"""What a converge depends on, as one digest, and the digest of an environment's last successful converge.
+"""What a node's converge depends on, as one digest per node, and the digests of its last successful converge.
 
-A converge (`site.yml`) is a function of the playbooks and roles, the inventory, the extra variables, the `--only`
-limit, and the files the roles read from outside `ansible/`. When all of them equal the last successful converge's
-and every node it manages is healthy, running it again would change nothing: `odin up` skips it (17 s of CPU on
-two cores), and `odin up --converge` runs it anyway.
+A node's converge (`site.yml` limited to it) is a function of the playbooks and roles, its inventory entry, the
+entries of the nodes its role reads (READS_OF_OTHER_NODES), the extra variables, and the files the roles read from
+outside `ansible/`. A node whose inputs equal those of its last successful converge and that is healthy would not
+change: `odin up` converges only the other ones (a worker added: that worker, not the stack), skips Ansible when
+there are none (17 s of CPU on two cores), and `odin up --converge` converges every node anyway.
 """
 
 from __future__ import annotations
@@ -41,29 +42,70 @@ def inputs(repo: Path = REPO, ansible_dir: Path = ANSIBLE_DIR) -> list[Path]:
     return _files([ansible_dir, *(repo / p for p in OUTSIDE_INPUTS)])
 
 
-def digest(
-    playbook: str, inventory: dict[str, Any], extravars: dict[str, Any], limit: str | None, files: list[Path]
-) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps([playbook, inventory, extravars, limit], sort_keys=True, default=str).encode())
+# What a role's tasks and templates read of other nodes (`hostvars[groups[...]]`): those nodes' entries are inputs of
+# its converge. tests/test_converged.py fails when a role reads another group that is not here.
+READS_OF_OTHER_NODES: dict[str, tuple[str, ...]] = {"spark_worker": ("spark_master",)}
+
+
+def _hosts(inventory: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each host of an inventory (odin/provision/inventory.py), with its group (a node's role) and its entry."""
+    return {
+        name: (role, host)
+        for role, group in inventory["all"]["children"].items()
+        for name, host in group.get("hosts", {}).items()
+    }
+
+
+def node_digests(
+    playbook: str, inventory: dict[str, Any], extravars: dict[str, Any], files: list[Path]
+) -> dict[str, str]:
+    """Each host's digest: what every node shares (the playbook, the extra variables, the files), its own entry, and
+    the entries of the nodes its role reads."""
+    shared = hashlib.sha256(json.dumps([playbook, extravars], sort_keys=True, default=str).encode())
     for f in files:
-        h.update(f"\0{f}\0".encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
+        shared.update(f"\0{f}\0".encode())
+        shared.update(f.read_bytes())
+    hosts = _hosts(inventory)
+    digests: dict[str, str] = {}
+    for name, (role, entry) in hosts.items():
+        read = {n: e for n, (r, e) in hosts.items() if r in READS_OF_OTHER_NODES.get(role, ())}
+        h = shared.copy()
+        h.update(json.dumps([name, role, entry, read], sort_keys=True, default=str).encode())
+        digests[name] = h.hexdigest()
+    return digests
 
 
 class LastConverge:
-    """The digest of an environment's last successful converge, in its state directory. Any `odin down` forgets it."""
+    """Each node's digest at its last successful converge, in the environment's state directory. `odin down` forgets
+    the nodes it stops."""
 
     def __init__(self, state_dir: Path, environment: str) -> None:
         self.path = state_dir / "odin" / f"{environment}.converged"
 
-    def matches(self, value: str) -> bool:
-        return self.path.is_file() and self.path.read_text().strip() == value
+    def _load(self) -> dict[str, str]:
+        try:
+            loaded = json.loads(self.path.read_text())
+        except (OSError, ValueError):  # none yet, torn, or an older format: nothing matches, so all converge
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
 
-    def record(self, value: str) -> None:
+    def stale(self, digests: dict[str, str]) -> set[str]:
+        """The nodes whose inputs differ from their last successful converge's (or that never converged)."""
+        last = self._load()
+        return {name for name, value in digests.items() if last.get(name) != value}
+
+    def record(self, digests: dict[str, str]) -> None:
+        self._save(self._load() | digests)
+
+    def forget(self, names: set[str] | None = None) -> None:
+        """These nodes (all when None) converge at the next `up`."""
+        if names is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            self._save({n: d for n, d in self._load().items() if n not in names})
+
+    def _save(self, digests: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(value + "\n")  # a torn write matches nothing: the next `up` converges
-
-    def forget(self) -> None:
-        self.path.unlink(missing_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(digests, sort_keys=True, indent=1) + "\n")
+        tmp.replace(self.path)
