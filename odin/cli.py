@@ -108,7 +108,9 @@ def up(
     converge: Annotated[
         bool,
         typer.Option(
-            "--converge", help="Run Ansible even when nothing changed since its last run and every service is healthy."
+            "--converge",
+            help="Converge every node; without it, only the nodes whose inputs changed since their last converge or "
+            "that are not healthy.",
         ),
     ] = False,
     env: EnvOpt = "local",
