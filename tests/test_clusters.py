@@ -4,6 +4,7 @@ the registry; bad requests refused before anything is touched."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import uuid
@@ -23,6 +24,7 @@ from odin.cluster.secret import rest_token
 from odin.cluster.spec import ClusterSpec
 from odin.paths import BIN_DIR, REPO, spark_class_archive
 from odin.processes import of_node
+from odin.provision.ansible import SKIPPED
 from odin.provision.terraform import Terraform
 from odin.registry import Refused, Registry
 from odin.registry.records import DaggerRecord
@@ -83,10 +85,20 @@ def test_a_cluster_is_created_protected_scaled_and_destroyed(platform: tuple[Reg
         artifacts = [f for f in (clusters.root(team, "main") / "ansible").rglob("*") if f.is_file()]
         assert artifacts and not [f for f in artifacts if value in f.read_text(errors="replace")]
 
-        scaled = clusters.scale(team, "main", 2, "alice").record
-        assert (scaled.state, scaled.workers) == ("ready", 2)
-        nodes = _nodes(clusters, spec)
+        scaling = clusters.scale(team, "main", 2, "alice")
+        assert (scaling.record.state, scaling.record.workers) == ("ready", 2)
+        before, nodes = nodes, _nodes(clusters, spec)
         assert health(nodes, 2) == []
+        [added] = set(nodes) - set(before)
+        assert scaling.converged == [added]  # Ansible ran on the new worker only
+
+        # A heal converges the nodes with a process down, and nothing when all run.
+        [worker] = of_node(nodes[added])
+        os.killpg(worker.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        healed = clusters.heal(team, "main", "alice", "a test killed a worker")
+        assert healed.converged == [added] and health(nodes, 2) == []
+        again = clusters.heal(team, "main", "alice", "nothing to heal")
+        assert again.converged == [] and again.playbook is not None and again.playbook.status == SKIPPED
 
         registry.put_dagger(
             DaggerRecord(
@@ -105,6 +117,8 @@ def test_a_cluster_is_created_protected_scaled_and_destroyed(platform: tuple[Reg
     assert actions == [
         ("cluster_create", "ok"),
         ("cluster_scale", "ok"),
+        ("cluster_heal", "ok"),
+        ("cluster_heal", "ok"),
         ("cluster_destroy", "refused"),
         ("cluster_destroy", "ok"),
     ]

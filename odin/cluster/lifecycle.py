@@ -12,21 +12,22 @@ import os
 import random
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from odin import form_choices
+from odin import form_choices, processes
 from odin.cluster.health import ClusterHealth, check_cluster, wait_healthy
 from odin.cluster.secret import ensure_secret, secret_file
 from odin.cluster.spec import ClusterSpec
 from odin.models import format_errors
 from odin.paths import TERRAFORM_DIR
 from odin.ports import free_block
-from odin.provision.ansible import PlaybookResult, run_playbook
+from odin.provision import converged
+from odin.provision.ansible import SKIPPED, PlaybookResult, run_playbook
 from odin.provision.inventory import build_inventory
 from odin.provision.terraform import Plan, Terraform
 from odin.registry import Refused, Registry
@@ -61,6 +62,7 @@ class ClusterReport:
     record: ClusterRecord
     plan_summary: str
     playbook: PlaybookResult | None
+    converged: list[str] = field(default_factory=list)  # the nodes Ansible ran on (changed, or a process down)
 
 
 class Clusters:
@@ -236,8 +238,8 @@ class Clusters:
                 gone = self._playbook("stop.yml", removed, spec)
                 if not gone.ok:
                     raise ClusterError(f"could not stop removed nodes: {gone.failures}")
-            ensure_secret(self.secret_file(spec.team, spec.name))
-            result = self._playbook("cluster.yml", nodes, spec)
+                self._last_converge(spec).forget(set(removed))
+            result, todo = self._converge_nodes(spec, nodes)
             if not result.ok:
                 failures = "; ".join(f"{f.host}/{f.task}: {f.message}" for f in result.failures)
                 raise ClusterError(f"ansible could not converge {spec.qualified_name}: {failures}")
@@ -253,18 +255,46 @@ class Clusters:
         form_choices.refresh(self.registry, self.state_dir)
         ready = self.registry.cluster(spec.team, spec.name)
         assert ready is not None
-        return ClusterReport(ready, plan.summary(), result)
+        return ClusterReport(ready, plan.summary(), result, sorted(todo))
 
     def _log_plan(self, plan: Plan) -> None:
         for change in plan.changes:
             self.say(f"  {'/'.join(change.actions)} {change.address}")
 
-    def _playbook(self, playbook: str, nodes: dict[str, Node], spec: ClusterSpec) -> PlaybookResult:
-        variables = extravars(spec.environment, self.state_dir) | {
+    def _converge_nodes(self, spec: ClusterSpec, nodes: dict[str, Node]) -> tuple[PlaybookResult, set[str]]:
+        """`cluster.yml` on the nodes whose inputs changed since their last successful converge or with a process
+        not running (odin/provision/converged.py): a heal after a worker's loss converges that worker. A cluster on
+        remote hosts converges every node: its pid files are there, not here. Returns the nodes it converged."""
+        secret = self.secret_file(spec.team, spec.name)
+        ensure_secret(secret)
+        inventory, variables = build_inventory(nodes), self._extravars(spec)
+        digests = converged.node_digests("cluster.yml", inventory, variables, [*converged.inputs(), secret])
+        last = self._last_converge(spec)
+        down = {n for n, node in nodes.items() if not all(p.running for p in processes.of_node(node))}
+        todo = set(nodes) if spec.environment != "local" else last.stale(digests) | down
+        if not todo:
+            self.say("ansible: every node is converged and running")
+            return PlaybookResult("cluster.yml", SKIPPED, 0), todo
+        last.forget(todo)  # until this converge succeeds
+        private = self.root(spec.team, spec.name) / "ansible"
+        result = run_playbook(
+            "cluster.yml", inventory, variables, private, limit=",".join(sorted(todo)), on_task=self.say
+        )
+        if result.ok:
+            last.record({n: digests[n] for n in todo})
+        return result, todo
+
+    def _last_converge(self, spec: ClusterSpec) -> converged.LastConverge:
+        return converged.LastConverge(self.root(spec.team, spec.name), "cluster")
+
+    def _extravars(self, spec: ClusterSpec) -> dict[str, Any]:
+        return extravars(spec.environment, self.state_dir) | {
             "odin_cluster_secret_file": str(self.secret_file(spec.team, spec.name))
         }
+
+    def _playbook(self, playbook: str, nodes: dict[str, Node], spec: ClusterSpec) -> PlaybookResult:
         private = self.root(spec.team, spec.name) / "ansible"
-        return run_playbook(playbook, build_inventory(nodes), variables, private, on_task=self.say)
+        return run_playbook(playbook, build_inventory(nodes), self._extravars(spec), private, on_task=self.say)
 
     def _preflight(self, spec: ClusterSpec) -> None:
         """Environment gcp needs what cannot be fetched here: say what, before anything is changed."""
