@@ -220,7 +220,7 @@ def run(
         previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
         beat = time.monotonic()
         try:
-            while q.isActive and not stop["requested"] and not (drain["requested"] and not once):
+            while q.isActive and not stop["requested"] and not drain["requested"]:
                 q.awaitTermination(0.5)
                 for p in q.recentProgress:
                     key = (p["runId"], p["batchId"])
@@ -280,6 +280,7 @@ def run(
         started_and_followed(plan.checkpoint)
         if drain["requested"] and not result.stopped:
             once = True  # `start` reads it: the query again on its checkpoint, now until it has read what is there
+            drain["requested"] = False  # that run ends by itself; a drain asked during it changes nothing (on_drain)
             started_and_followed(plan.checkpoint)
         last = checkpoint.last_committed_batch(plan.checkpoint)
         if not once or result.stopped or last is None:
