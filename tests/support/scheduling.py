@@ -22,7 +22,7 @@ from xdist.scheduler import LoadFileScheduling
 TESTS = Path(__file__).resolve().parent.parent
 RECORDED = TESTS / "file_seconds.json"  # refreshed from a whole run's .local/test-file-seconds.json
 UNKNOWN_S = 30.0  # a file not in the record yet
-SHORT_S = 60.0
+SHORT_S = 60.0  # a unit shorter than this fills the end
 UNIT_FOLDERS = {
     "tests/airflow/": ("test_dags.py", "test_self_serve.py", "test_daggers_page.py", "test_loki_dag.py"),
 }
