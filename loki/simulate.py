@@ -432,9 +432,11 @@ class Simulation:
                 self.journal("fault.refused", case=case.name, resource=r.name, error=fr.error)
                 self.say(f"fault {case.name} on {r.name} failed to start: {fr.error}")
                 continue
+            # the watchdog's order first, a file write: the journal's round trip to the registry before it left a
+            # window in which a Loki stopped or killed had a fault running that no watchdog knew of
+            self._watch_fault(fault, fr)
             self._active.append((fault, fr))
             self.journal("fault.started", case=case.name, type=case.type, resource=r.name, undo=fr.undo, t=t)
-            self._watch_fault(fault, fr)
             self.say(f"{t:6.1f}s fault {case.name}: {case.type} {r.name}")
 
     def _watch_fault(self, fault: Fault, fr: FaultRun) -> None:
