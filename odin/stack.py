@@ -255,11 +255,11 @@ class Stack:
         if not todo:
             result = PlaybookResult("site.yml", SKIPPED, 0)
         else:
-            last.forget(todo)  # until this converge succeeds
-            limit = ",".join(sorted(todo))
-            result = self._playbook("site.yml", planned, limit, progress, (inventory, variables))
-            if result.ok:
-                last.record({name: digests[name] for name in todo})
+
+            def site(limit: str) -> PlaybookResult:
+                return self._playbook("site.yml", planned, limit, progress, (inventory, variables))
+
+            result = last.converge(todo, digests, site)
         before_services = (AppliedStack.load(self.state_dir, self.environment) or AppliedStack()).services
         AppliedStack(
             spark_workers=spec.spark_workers,

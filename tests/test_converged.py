@@ -90,3 +90,21 @@ def test_a_forgotten_node_converges_again(tmp_path: Path) -> None:
     assert last.stale({"b": "2"}) == {"b"}
     last.path.write_text("an older format\n")
     assert last.stale({"b": "2"}) == {"b"}
+
+
+def test_a_failed_converge_leaves_its_nodes_to_converge_again(tmp_path: Path) -> None:
+    from odin.provision.ansible import PlaybookResult
+
+    last = converged.LastConverge(tmp_path, "local")
+    last.record({"a": "1", "b": "2"})
+    limits: list[str] = []
+
+    def failing(limit: str) -> PlaybookResult:
+        limits.append(limit)
+        assert last.stale({"a": "1", "b": "2"}) == {"a", "b"}  # forgotten while it runs
+        return PlaybookResult("site.yml", "failed", 2)
+
+    assert not last.converge({"b", "a"}, {"a": "1", "b": "3"}, failing).ok
+    assert limits == ["a,b"] and last.stale({"a": "1", "b": "3"}) == {"a", "b"}
+    assert last.converge({"b"}, {"b": "3"}, lambda _limit: PlaybookResult("site.yml", "successful", 0)).ok
+    assert last.stale({"a": "1", "b": "3"}) == {"a"}

@@ -270,18 +270,20 @@ class Clusters:
         inventory, variables = build_inventory(nodes), self._extravars(spec)
         digests = converged.node_digests("cluster.yml", inventory, variables, [*converged.inputs(), secret])
         last = self._last_converge(spec)
-        down = {n for n, node in nodes.items() if not all(p.running for p in processes.of_node(node))}
-        todo = set(nodes) if spec.environment != "local" else last.stale(digests) | down
+        if spec.environment != "local":
+            todo = set(nodes)
+        else:
+            down = {n for n, node in nodes.items() if not all(p.running for p in processes.of_node(node))}
+            todo = last.stale(digests) | down
         if not todo:
             self.say("ansible: every node is converged and running")
             return PlaybookResult("cluster.yml", SKIPPED, 0), todo
-        last.forget(todo)  # until this converge succeeds
         private = self.root(spec.team, spec.name) / "ansible"
-        result = run_playbook(
-            "cluster.yml", inventory, variables, private, limit=",".join(sorted(todo)), on_task=self.say
+        result = last.converge(
+            todo,
+            digests,
+            lambda limit: run_playbook("cluster.yml", inventory, variables, private, limit=limit, on_task=self.say),
         )
-        if result.ok:
-            last.record({n: digests[n] for n in todo})
         return result, todo
 
     def _last_converge(self, spec: ClusterSpec) -> converged.LastConverge:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from odin.paths import ANSIBLE_DIR, REPO
+from odin.provision.ansible import PlaybookResult
 
 # Files the roles read through `odin_repo` (a role's config file or a copied lock). Kept beside the roles' own tree
 # by tests/test_converged.py, which fails when a role reads a file of the repository that is not here.
@@ -96,6 +97,15 @@ class LastConverge:
 
     def record(self, digests: dict[str, str]) -> None:
         self._save(self._load() | digests)
+
+    def converge(self, todo: set[str], digests: dict[str, str], run: Callable[[str], PlaybookResult]) -> PlaybookResult:
+        """`run` the playbook limited to `todo` (an Ansible `--limit`); those nodes match nothing until it succeeds,
+        so a failed or partial run never lets the next one skip them."""
+        self.forget(todo)
+        result = run(",".join(sorted(todo)))
+        if result.ok:
+            self.record({name: digests[name] for name in todo})
+        return result
 
     def forget(self, names: set[str] | None = None) -> None:
         """These nodes (all when None) converge at the next `up`."""
