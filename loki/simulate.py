@@ -426,20 +426,20 @@ class Simulation:
                 disk=consumer.disk if consumer else None,
             )
             try:
-                fr.undo = fault.start()
+                # the watchdog's order before the fault is applied: a Loki stopped or killed at any point after has
+                # its fault ended by the watchdog
+                fr.undo = fault.start(announce=lambda undo, fault=fault, fr=fr: self._watch_fault(fault, fr, undo))
             except Exception as e:
                 fr.error = f"{type(e).__name__}: {e}"
+                self._revert_failed_start(fault, fr)
                 self.journal("fault.refused", case=case.name, resource=r.name, error=fr.error)
                 self.say(f"fault {case.name} on {r.name} failed to start: {fr.error}")
                 continue
-            # the watchdog's order first, a file write: the journal's round trip to the registry before it left a
-            # window in which a Loki stopped or killed had a fault running that no watchdog knew of
-            self._watch_fault(fault, fr)
             self._active.append((fault, fr))
             self.journal("fault.started", case=case.name, type=case.type, resource=r.name, undo=fr.undo, t=t)
             self.say(f"{t:6.1f}s fault {case.name}: {case.type} {r.name}")
 
-    def _watch_fault(self, fault: Fault, fr: FaultRun) -> None:
+    def _watch_fault(self, fault: Fault, fr: FaultRun, undo: dict[str, Any]) -> None:
         if self.watch is None:
             return
         case, r = fault.case, fault.resource
@@ -449,8 +449,17 @@ class Simulation:
             restore = Restore(kind=r.kind, environment=self.book.target.environment, state_dir=str(self.state_dir),
                               cluster=r.cluster)  # fmt: skip
         deadline = self.result.started_at + self._fault_end(fault)
-        self.watch.fault(FaultOrder(case=fr.case, resource=fr.resource, deadline=deadline, undo=fr.undo,
+        self.watch.fault(FaultOrder(case=fr.case, resource=fr.resource, deadline=deadline, undo=undo,
                                     restore=restore))  # fmt: skip
+
+    def _revert_failed_start(self, fault: Fault, fr: FaultRun) -> None:
+        """Whatever part of a fault that failed to start was applied is undone, and its order withdrawn."""
+        try:
+            fault.revert()
+        except Exception as e:
+            self.result.errors.append(f"{fr.case} on {fr.resource}: revert of a failed start: {e}")
+        if self.watch is not None:
+            self.watch.reverted(fr.case, fr.resource)
 
     def _live(self, r: Resource) -> Resource:
         """A planned driver resource, or the worker running it (`.../worker-of/<dagger>`), with what finds its

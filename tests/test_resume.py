@@ -396,7 +396,8 @@ def test_a_client_that_connects_during_a_partition_reaches_kafka_soon_after_it_h
     11.4, 19.6 and 35.7 s after the connect, and librdkafka gives up on it after `socket.connection.setup.timeout.ms`
     (30 s by default). A heal 21 s after the connect then waited 9 s for the next attempt: a Loki network-partition's
     batch went on for 25 s after its heal."""
-    rules = partitionable.link.drop()
+    rules = partitionable.link.rules()
+    partitionable.link.add(rules)
     connecting = partitionable.start()
     time.sleep(max(0.0, connecting + 21 - time.time()))  # the point: the heal comes 21 s after the connect
     remove_rules(partitionable.link.netns, rules)
@@ -413,7 +414,8 @@ def test_a_client_connected_before_a_partition_reaches_kafka_soon_after_it_heals
     for 11.5 s after the heal (23 s after a 30 s partition, as in Loki's network-partition)."""
     partitionable.start()
     partitionable.seen(1)
-    rules = partitionable.link.drop()
+    rules = partitionable.link.rules()
+    partitionable.link.add(rules)
     time.sleep(16)  # the point: a 16 s partition
     remove_rules(partitionable.link.netns, rules)
     healed = time.time()

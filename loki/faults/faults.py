@@ -32,6 +32,7 @@ from loki.playbook import Case
 from loki.resources import Resource
 
 Restore = Callable[[Resource], None]  # brings a killed node back (Odin converges it)
+Announce = Callable[[dict[str, Any]], None]  # told what reverts a fault, before it is applied
 
 
 class FaultError(RuntimeError):
@@ -63,37 +64,60 @@ class Fault:
         """Whether the resource's pids lead process groups (Odin's nodes) rather than being single processes."""
         return self.resource.kind in ("spark", "broker")
 
-    def start(self) -> dict[str, Any]:
+    def start(self, announce: Announce | None = None) -> dict[str, Any]:
+        """Start the fault; returns what reverting it needs. `announce` gets that before anything is applied (the
+        watchdog's order: a Loki killed mid-start leaves no fault its watchdog does not know of), and again if
+        applying it learnt more (the stressor's process group)."""
+        intent = self._intent()
+        self.undo = dict(intent)  # from here on a revert undoes whatever part of it was applied
+        if announce is not None:
+            announce(intent)
+        self._apply()
+        if announce is not None and self.undo != intent:
+            announce(self.undo)
+        return self.undo
+
+    def _intent(self) -> dict[str, Any]:
+        """What reverting the fault will need, computed before it is applied: reverting it early is harmless (a
+        continue of a running process, the removal of a file or rule that is not there)."""
         kind, r = self.case.type, self.resource
-        if kind in ("kill", "broker_loss"):
+        if kind in ("kill", "broker_loss", "pause"):
             pids = r.pids()
             if not pids:
-                raise FaultError(f"{r.name}: no live process to kill")
-            self.undo = {"killed": _signal(pids, signal.SIGKILL, self.group)}
-        elif kind == "pause":
-            pids = r.pids()
-            if not pids:
-                raise FaultError(f"{r.name}: no live process to pause")
+                raise FaultError(f"{r.name}: no live process to {'pause' if kind == 'pause' else 'kill'}")
+            if kind != "pause":
+                return {"killed": pids}
             starts = {str(p): start_time(p) for p in pids}  # so a revert never continues a pid reused since
-            self.undo = {"paused": _signal(pids, signal.SIGSTOP, self.group), "group": self.group, "starts": starts}
+            return {"paused": pids, "group": self.group, "starts": starts}
+        if kind in ("cpu_pressure", "memory_pressure"):
+            return {}  # the stressor's group is known once it runs; stress-ng ends itself (--timeout) regardless
+        if kind == "disk_full":
+            if self.disk is None:
+                raise FaultError(f"{r.name}: disk_full needs a local consumer (its checkpoint is on a tmpfs)")
+            return {"filler": str(self.disk / ".loki-filler")}
+        if self.link is None:
+            raise FaultError(f"{r.name}: the consumer has no network link of the run's")
+        if kind in ("network_partition", "network_loss"):
+            probability = self.case.magnitude if kind == "network_loss" else None
+            return {"netns": self.link.netns, "rules": self.link.rules(probability)}
+        return {"proxy": True}  # latency, bandwidth: the proxy lives in Loki's process and ends with it
+
+    def _apply(self) -> None:
+        kind, undo = self.case.type, self.undo or {}
+        if kind in ("kill", "broker_loss"):
+            undo["killed"] = _signal(undo["killed"], signal.SIGKILL, self.group)
+        elif kind == "pause":
+            _signal(undo["paused"], signal.SIGSTOP, self.group)
         elif kind in ("cpu_pressure", "memory_pressure"):
             self.undo = {"stress_pgid": self._stress()}
         elif kind == "disk_full":
-            self.undo = {"filler": str(self._fill())}
+            self._fill(Path(undo["filler"]))
         elif kind in ("network_partition", "network_loss"):
-            if self.link is None:
-                raise FaultError(f"{r.name}: the consumer has no network link of the run's")
-            probability = self.case.magnitude if kind == "network_loss" else None
-            self.undo = {"netns": self.link.netns, "rules": self.link.drop(probability)}
-        elif kind in ("latency", "bandwidth"):
-            if self.link is None:
-                raise FaultError(f"{r.name}: the consumer has no network link of the run's")
-            if kind == "latency":
-                self.link.proxy.shape(delay_ms=self.case.magnitude or 0, jitter_ms=self.case.jitter_ms)
-            else:
-                self.link.proxy.shape(bytes_per_s=self.case.magnitude)
-            self.undo = {"proxy": True}
-        return self.undo or {}
+            self.link.add(undo["rules"])
+        elif kind == "latency":
+            self.link.proxy.shape(delay_ms=self.case.magnitude or 0, jitter_ms=self.case.jitter_ms)
+        elif kind == "bandwidth":
+            self.link.proxy.shape(bytes_per_s=self.case.magnitude)
 
     def revert(self) -> None:
         """Undo what start did; safe to call twice, and after a failed start."""
@@ -126,16 +150,13 @@ class Fault:
         )
         return proc.pid
 
-    def _fill(self) -> Path:
-        if self.disk is None:
-            raise FaultError(f"{self.resource.name}: disk_full needs a local consumer (its checkpoint is on a tmpfs)")
-        filler = self.disk / ".loki-filler"
-        free = shutil.disk_usage(self.disk).free
+    @staticmethod
+    def _fill(filler: Path) -> None:
+        free = shutil.disk_usage(filler.parent).free
         with filler.open("wb") as f:
             os.posix_fallocate(f.fileno(), 0, max(1, free - 4096))
-        with contextlib.suppress(OSError), (self.disk / ".loki-last-bytes").open("wb") as f:
+        with contextlib.suppress(OSError), filler.with_name(".loki-last-bytes").open("wb") as f:
             f.write(b"\0" * 8192)  # whatever fallocate left, so nothing is free
-        return filler
 
 
 def revert(undo: dict[str, Any], link: Any = None) -> None:

@@ -200,16 +200,19 @@ class Link:
         """`command` run inside the namespace."""
         return ["ip", "netns", "exec", self.netns, *command]
 
-    def drop(self, probability: float | None = None) -> list[Rule]:
-        """Drop the Kafka traffic (every packet, or a random share) in both directions; returns the rules."""
-        if shutil.which("iptables") is None:
-            raise NetworkError("iptables is not installed (Debian package iptables; `make setup` installs it)")
+    def rules(self, probability: float | None = None) -> list[Rule]:
+        """The rules that drop the Kafka traffic (every packet, or a random share) in both directions."""
         share = ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.4f}"] if probability else []
-        rules = [
+        return [
             ["INPUT", "-p", "tcp", direction, str(port), *share, "-j", "DROP"]
             for port in self.kafka_ports
             for direction in ("--dport", "--sport")
         ]
+
+    def add(self, rules: list[Rule]) -> None:
+        """Insert `rules` in the namespace: all of them, or none (those added are removed on a failure)."""
+        if shutil.which("iptables") is None:
+            raise NetworkError("iptables is not installed (Debian package iptables; `make setup` installs it)")
         added: list[Rule] = []
         try:
             for rule in rules:
@@ -218,7 +221,6 @@ class Link:
         except NetworkError:
             remove_rules(self.netns, added)
             raise
-        return added
 
     def close(self) -> None:
         self.proxy.stop()

@@ -115,7 +115,9 @@ class Watchdog:
             write(self.path, self.orders)
 
     def fault(self, order: FaultOrder) -> None:
-        self.update(lambda o: o.faults.append(order))
+        """Watch a fault (replacing an earlier order for the same case and resource: its undo, completed)."""
+        key = (order.case, order.resource)
+        self.update(lambda o: setattr(o, "faults", [*[f for f in o.faults if (f.case, f.resource) != key], order]))
 
     def take(self, case: str, resource: str) -> None:
         """Loki reverts this fault itself now."""
