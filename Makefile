@@ -90,6 +90,7 @@ bench: setup ## benchmarks (figures and ratios, not pass/fail)
 	$(PY) -m bench.udfs
 	$(PY) -m bench.sql_bounds
 	$(PY) -m bench.dag_parse
+	$(PY) -m bench.process_start
 	$(PY) -m bench.dagger_throughput
 	$(PY) -m bench.deploy_latency
 	$(PY) -m bench.loki_playbooks

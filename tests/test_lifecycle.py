@@ -16,10 +16,10 @@ import psutil
 import psycopg
 import pytest
 
+from jobs.engine import plan as planner
 from jobs.engine.plan import DaggerPlan, plan_dagger
 from jobs.engine.session import DAGGER_JVM
 from jobs.engine.status import owner, read_status, status_path
-from jobs.lifecycle import daggers as lifecycle
 from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
 from jobs.spec import parse_spec
@@ -70,7 +70,7 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     produce_to_stream(services, registry, first, START + timedelta(minutes=8))
 
     plans: list[DaggerPlan] = []
-    monkeypatch.setattr(lifecycle, "plan_dagger", lambda *a, **k: plans.append(plan_dagger(*a, **k)) or plans[-1])
+    monkeypatch.setattr(planner, "plan_dagger", lambda *a, **k: plans.append(plan_dagger(*a, **k)) or plans[-1])
     record = daggers.deploy(parse_spec(catalog_spec(team, measurement, services)), "main", "alice")
     assert len(plans) == 1  # checked, placed and planned once; the driver verifies that plan's fingerprint
     monkeypatch.undo()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -12,6 +14,20 @@ from odin.registry import Refused, Registry, RegistryError, migrate
 from odin.registry.records import ClusterRecord, DaggerRecord, StreamRecord
 from odin.registry.schema import metadata
 from tests.support.services import Services
+
+
+def test_the_newest_revision_read_from_the_scripts_names_is_alembics_head() -> None:
+    """`migrate.head` reads the scripts' names, not Alembic's graph (every process that opens the registry asks it):
+    a script named out of order, or revising another than the one before, fails here."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory(str(migrate.MIGRATIONS))
+    assert scripts.get_current_head() == migrate.head()
+    for script in scripts.walk_revisions():
+        name = f"{script.revision}_"
+        assert Path(script.path).name.startswith(name), f"{script.path}: name it {name}<what>.py"
+        if script.down_revision is not None:
+            assert int(script.down_revision) == int(script.revision) - 1, f"{script.path}: revises the one before"
 
 
 def test_odin_up_created_and_migrated_the_registry(services: Services) -> None:

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 
 from jobs.engine.offsets import SourceOffset, batch_ranges
-from jobs.sinks.influx import escape_key
 from odin.apis import http_client
 
 log = logging.getLogger("dagger.telemetry")
@@ -110,6 +109,8 @@ def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0,
     """Influx line-protocol points for one progress event: one for the query, one per Kafka partition. `team`
     tags them for alert routing (odin/alerting)."""
     ts_ns = int(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1e9)
+    from jobs.sinks.influx import escape_key  # the sinks' package: Arrow, sqlglot; readers of a status need none
+
     tag = f"dagger={escape_key(dagger)}" + (f",team={escape_key(team)}" if team else "")
     malformed, lost = malformed_and_lost(progress)
     lines = [

@@ -19,13 +19,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from jobs.engine.checkpoint import differences, identity_of, read_identity
-from jobs.engine.plan import DaggerPlan, plan_dagger
-from jobs.engine.session import DAGGER_JVM
 from jobs.engine.status import DaggerStatus, claim, owner, read_status, request_drain, run_alive, status_path
 from jobs.lifecycle import START_TIMEOUT_S
 from jobs.lifecycle.logs import (
@@ -40,20 +37,26 @@ from jobs.lifecycle.logs import (
     local_files,
     spark_links,
 )
-from jobs.lifecycle.outputs import Output, OutputUnavailable, influx_rows, kafka_rows, postgres_rows, proto_decoder
 from jobs.lifecycle.placement import Places, confine, missing, placed_sink
 from jobs.lifecycle.submission import DriverStatus, SparkRest, SubmissionError
 from jobs.spec import DaggerSpec, InfluxSink, KafkaSink, PostgresSink, SpecError
-from odin.cluster.lifecycle import Clusters
 from odin.cluster.secret import rest_token, secret_file
 from odin.endpoints import Endpoints
+from odin.environment import nodes as environment_nodes
 from odin.paths import REPO, spark_archive_options
 from odin.registry import Refused, Registry
 from odin.registry.records import ClusterRecord, DaggerRecord
-from odin.stack import Stack
 from odin.teams.access import require_member
 from odin.teams.databases import ensure_team_database, team_database_at
 from odin.teams.secrets import TeamSecrets
+
+if TYPE_CHECKING:
+    from jobs.engine.plan import DaggerPlan
+    from jobs.lifecycle.outputs import Output
+
+# Imported where used, not here: the planner (sqlglot, protobuf), PySpark, Terraform and Ansible (odin.stack,
+# odin.cluster), the output readers' clients. `dagger list/status/stop` and each Airflow task import this module and
+# need none of them (tests/test_architecture.py keeps it so).
 
 DRIVER = REPO / "jobs" / "engine" / "driver.py"
 STOP_TIMEOUT_S = 90.0
@@ -212,6 +215,8 @@ class Daggers:
         # after placing: the team database's password must be among the team's secrets
         if unset := missing(placed, TeamSecrets(self.state_dir)):
             raise Refused("\n".join(unset))
+        from jobs.engine.plan import plan_dagger
+
         try:
             return replace(plan_dagger(placed, self.state_dir), asked=spec)
         except SpecError as e:
@@ -221,7 +226,7 @@ class Daggers:
         """What this environment provides daggers: the catalog, the team's outputs, the dagger's own places."""
         from odin.catalog import load
 
-        where = Endpoints(Stack(ENVIRONMENT, self.state_dir).nodes())
+        where = Endpoints(environment_nodes(ENVIRONMENT, self.state_dir))
         streams = self.registry.streams()
         outputs = {}
         for cluster in load().output_clusters():
@@ -286,6 +291,8 @@ class Daggers:
             args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
             # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
             # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
+            from jobs.engine.session import DAGGER_JVM
+
             java_options = f"{spark_archive_options()} {DAGGER_JVM}"
             properties = {
                 "spark.app.name": f"dagger-{spec.team}-{spec.name}",
@@ -486,6 +493,8 @@ class Daggers:
                     "names them)"
                 )
             plan = self.check(spec, target, actor)
+            from jobs.engine.checkpoint import differences, identity_of, read_identity
+
             made = read_identity(plan.checkpoint)
             reasons = differences(made, identity_of(plan)) if made is not None else []
             if reasons and not reset_state:
@@ -614,6 +623,8 @@ class Daggers:
             problems.append(f"no master of {team}/{record.cluster} answers ({', '.join(ui_urls) or 'no UI recorded'})")
         else:
             problems.append(f"the master {view.ui} knows no worker running driver {driver_id}")
+        from odin.cluster.lifecycle import Clusters
+
         try:
             nodes = Clusters(self.registry, self.state_dir).nodes(team, record.cluster)
         except (Refused, RuntimeError) as e:  # a destroyed cluster; Terraform cannot read its outputs
@@ -643,6 +654,15 @@ class Daggers:
         credentials: for a member of its team or a platform engineer (a refusal is recorded, as of any action)."""
         with self.registry.refusals(actor, "dagger_output", f"dagger:{team}/{name}"):
             record = self._owned(team, name, actor)
+        from jobs.lifecycle.outputs import (
+            Output,
+            OutputUnavailable,
+            influx_rows,
+            kafka_rows,
+            postgres_rows,
+            proto_decoder,
+        )
+
         spec = DaggerSpec.model_validate(record.spec)
         sink = placed_sink(spec, self.places())
         if isinstance(sink, InfluxSink):

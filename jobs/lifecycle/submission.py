@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 import httpx
-import pyspark
 
 from odin.apis import http_client
 
@@ -100,7 +100,7 @@ class SparkRest:
             "appResource": app,
             "mainClass": MAIN_CLASS,
             "appArgs": [app, "", *args],  # PythonRunner: the file, extra Python files, then the app's arguments
-            "clientSparkVersion": pyspark.__version__,
+            "clientSparkVersion": version("pyspark"),
             "environmentVariables": {"SPARK_ENV_LOADED": "1", **(environment or {})},
             "sparkProperties": {"spark.submit.deployMode": "cluster", **properties},
         }

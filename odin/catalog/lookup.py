@@ -9,9 +9,9 @@ from pathlib import Path
 from odin import catalog
 from odin.catalog.sync import stream_record
 from odin.endpoints import Endpoints
+from odin.environment import nodes
 from odin.registry import Registry, RegistryError
 from odin.registry.records import StreamRecord
-from odin.stack import Stack
 
 Lookup = Callable[[str], StreamRecord | None]
 
@@ -19,7 +19,7 @@ Lookup = Callable[[str], StreamRecord | None]
 def registry_streams(environment: str = "local", state_dir: Path | None = None) -> Lookup:
     """A lookup of the environment's catalog streams by name; RegistryError says what to do when there is none."""
     try:
-        url = Endpoints(Stack(environment, state_dir).nodes()).registry_url
+        url = Endpoints(nodes(environment, state_dir)).registry_url
     except LookupError:
         raise RegistryError(
             f"catalog streams are resolved in the platform registry, and environment {environment!r} has none: "
@@ -72,7 +72,7 @@ def environment_streams(environment: str, state_dir: Path | None, default_kafka:
     """The registry's streams when the environment runs one; else the catalog file's, on the environment's own
     brokers (`default_kafka` where it has none yet), so a spec validates, previews and runs on a partial or no stack.
     Deploys always go through the registry (jobs.lifecycle), which locks each stream's schema version."""
-    where = Endpoints(Stack(environment, state_dir).nodes())
+    where = Endpoints(nodes(environment, state_dir))
     url = _or_none(lambda: where.registry_url)
     if url is not None:
         return StreamSource(_registry_lookup(url), registry=True)

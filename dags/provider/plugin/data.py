@@ -53,12 +53,12 @@ _nodes_lock = threading.Lock()
 def _environment() -> tuple[dict[str, Any], Path]:
     """The environment's nodes (cached briefly) and its state directory."""
     global _nodes
-    from odin.stack import Stack
+    from odin.environment import nodes
+    from odin.paths import default_state_dir
 
     with _nodes_lock:
         if _nodes is None or time.monotonic() - _nodes[0] > NODES_TTL_S:
-            stack = Stack(ENVIRONMENT)
-            _nodes = (time.monotonic(), stack.nodes(), stack.state_dir)
+            _nodes = (time.monotonic(), nodes(ENVIRONMENT), default_state_dir())
         return _nodes[1], _nodes[2]
 
 

@@ -8,27 +8,25 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from jobs.engine.plan import DaggerPlan
-from jobs.health.checkup import Checkup, alertmanager_pager
-from jobs.health.cluster_failover import fail_over
-from jobs.health.tables import failover_summary, health_links, health_tables
 from jobs.lifecycle.daggers import Daggers, Deployment, Started
 from jobs.lifecycle.request import Request, request_from_params
 from jobs.lifecycle.tables import daggers_links, daggers_table
 from jobs.spec import SpecError
-from odin import form_choices
-from odin.cluster.lifecycle import Clusters
-from odin.endpoints import Endpoints
-from odin.environment import connect_registry, opened
+from odin.environment import opened
 from odin.registry import Refused
-from odin.stack import Stack
 from odin.teams.access import once, require_member, visible_teams
 from odin.teams.redaction import redacted
+
+if TYPE_CHECKING:
+    from jobs.engine.plan import DaggerPlan
+
+# Each Airflow task imports this module: what only some tasks need (the health check's and failover's modules,
+# Terraform and Ansible) is imported where it is used.
 
 Log = Callable[[str], None]
 PREVIEW_ROWS = 20
@@ -131,6 +129,10 @@ def stop(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | No
 
 def failover(params: Mapping[str, Any], user: str | None, log: Log, run_id: str | None = None) -> dict[str, Any]:
     """Move every dagger of a team cluster to another of the team's clusters (jobs/health/cluster_failover.py)."""
+    from jobs.health.cluster_failover import fail_over
+    from jobs.health.tables import failover_summary
+    from odin.cluster.lifecycle import Clusters
+
     team, cluster = str(params["team"]), str(params["cluster"])
     reason = str(params.get("reason") or f"requested by {user or '?'}")
     with opened() as (registry, state):
@@ -173,6 +175,13 @@ def listing(
 def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
     """One health check of the environment's team clusters and daggers (jobs/health/checkup.py), healing if asked; its
     tables and actions go to the log. What the dagger_health DAG runs every minute."""
+    from jobs.health.checkup import Checkup, alertmanager_pager
+    from jobs.health.tables import health_links, health_tables
+    from odin import form_choices
+    from odin.endpoints import Endpoints
+    from odin.environment import connect_registry
+    from odin.stack import Stack
+
     stack = Stack(environment)
     nodes = stack.nodes()  # once: Terraform's outputs are read from its state file
     where = Endpoints(nodes)
