@@ -27,7 +27,15 @@ from pyspark.sql.streaming import StreamingQuery
 
 import protos
 from jobs.engine import checkpoint
-from jobs.engine.kafka_source import FORMAT, KafkaProtoSource, KafkaStreamReader, SourceOptions, kafka_config, warm
+from jobs.engine.kafka_source import (
+    FORMAT,
+    KafkaProtoSource,
+    KafkaStreamReader,
+    SourceOptions,
+    kafka_config,
+    read_tail,
+    warm,
+)
 from jobs.engine.offsets import plan_batch
 from jobs.engine.plan import DaggerPlan
 from jobs.engine.session import SparkFailure, broken_by_signal, root_cause, ship_engine, spark_session
@@ -305,13 +313,18 @@ def _account(result: RunResult, progress: dict[str, Any]) -> None:
 
 
 def preview(plan: DaggerPlan, spark: SparkSession, limit: int = 20, recent: int = 10_000) -> pa.Table:
-    """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW)."""
-    _prepare(spark)
+    """Run the query as a batch over the most recent `recent` events of each partition (Datlantis' PREVIEW), read
+    and decoded in this process and handed to Spark as Arrow (jobs/engine/kafka_source.py read_tail)."""
+    register_udfs(spark)
     for i, sp in enumerate(plan.streams):
-        opts = _source_options(plan, i, None)
-        df = spark.read.format(FORMAT).option("dagger", opts.to_option()).option("tail", str(recent)).load()
-        df.where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
+        table = read_tail(_source_options(plan, i, None), recent)
+        _view(spark, table, sp.table)
     return spark.sql(plan.query.spark_sql).limit(limit).toArrow()
+
+
+def _view(spark: SparkSession, table: pa.Table, name: str) -> None:
+    """Decoded events as the query's table `name`: without the source's internal rows and columns."""
+    spark.createDataFrame(table).where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(name)
 
 
 def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
@@ -349,10 +362,9 @@ def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
 def batch_over(plan: DaggerPlan, spark: SparkSession, payloads: list[list[bytes]]) -> pa.Table:
     """The query as a batch over exactly these events (one list of serialized messages per stream), decoded as the
     dagger's reader decodes them: what the dagger must output for them. Loki's ground truth."""
-    _prepare(spark)
+    register_udfs(spark)  # the source is not read: its events are given
     for i, sp in enumerate(plan.streams):
         decoder = _source_options(plan, i, None).decoder()
         batches = [decoder.decode(payloads[i][n : n + 50_000]).batch for n in range(0, len(payloads[i]), 50_000)]
-        table = pa.Table.from_batches(batches or [decoder.decode([]).batch])
-        spark.createDataFrame(table).where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(sp.table)
+        _view(spark, pa.Table.from_batches(batches or [decoder.decode([]).batch]), sp.table)
     return spark.sql(plan.query.spark_sql).toArrow()
