@@ -34,6 +34,7 @@ from rich.table import Table
 from bench.record import record
 from jobs.engine.status import read_status, status_path
 from jobs.lifecycle.daggers import Daggers
+from jobs.lifecycle.logs import LogType, tail
 from odin.apis import victoria
 from odin.apis.airflow_api import AirflowApi
 from odin.cluster.lifecycle import Clusters
@@ -134,10 +135,32 @@ def deploy_once(api: AirflowApi, daggers: Daggers, where: Endpoints, n: int) -> 
         for task in ("check", "preview", "deploy"):
             seen[f"{task}_start"] = tasks[task].start_date.timestamp() - t0
             seen[f"{task}_end"] = tasks[task].end_date.timestamp() - t0
+        seen |= _driver_steps(daggers, name, t0)
         return seen
     finally:
         if daggers.registry.dagger(TEAM, name) is not None:
             daggers.stop(TEAM, name, MEMBER)
+
+
+def _driver_steps(daggers: Daggers, name: str, t0: float) -> dict[str, float]:
+    """When the driver logged each of its start's steps (`start: ...`, jobs/engine/runner.py), seconds after the
+    trigger: where "query start + batch 0" goes."""
+    log = daggers.driver_log(TEAM, name, MEMBER, LogType.stdout)  # PythonRunner puts Python's stderr there
+    lines, _ = tail(log.source, 2000)
+    steps: dict[str, float] = {}
+    for line in lines:
+        day, clock, _logger, message = ([*line.split(" ", 3), "", "", ""])[:4]  # `%(asctime)s %(name)s %(message)s`
+        if message.startswith("start: ") and (at := _stamp(f"{day} {clock}")) is not None:
+            step = message.removeprefix("start: ").split(",")[0].split(" (")[0].split(" /")[0]
+            steps.setdefault(f"driver: {step}", at - t0)
+    return steps
+
+
+def _stamp(text: str) -> float | None:
+    try:
+        return datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return None
 
 
 STEPS: list[tuple[str, str, str]] = [
@@ -161,6 +184,14 @@ def report(cluster_s: float, runs: list[dict[str, float]]) -> None:
                   *(f"{r['preview_end'] - r['check_end']:.1f}" for r in runs))  # fmt: skip
     table.add_row("trigger → run success (deferred trigger)", *(f"{r['run_end']:.1f}" for r in runs))
     console.print(table)
+    steps = sorted({k for r in runs for k in r if k.startswith("driver: ")}, key=lambda k: runs[0].get(k, 1e9))
+    driver = Table(title="the driver's start: each step's log line, seconds after the trigger")
+    driver.add_column("step")
+    for i in range(len(runs)):
+        driver.add_column(f"run {i + 1}", justify="right")
+    for step in ["driver_up", *steps]:
+        driver.add_row(step.removeprefix("driver: "), *(f"{r[step]:.1f}" if step in r else "-" for r in runs))
+    console.print(driver)
     console.print(f"odin cluster create (1 master, 2 workers): {cluster_s:.1f} s")
     first_row = statistics.median(r["first_row"] for r in runs)
     run_end = statistics.median(r["run_end"] for r in runs)
