@@ -17,6 +17,8 @@ from pathlib import Path
 
 from odin import pg_roles
 from odin.endpoints import Endpoints
+from odin.environment import nodes
+from odin.paths import default_state_dir
 from odin.teams.secrets import TeamSecrets
 
 PASSWORD_ENV = "DAGGERS_PG_PASSWORD"
@@ -63,7 +65,5 @@ def team_database_at(where: Endpoints, team: str) -> TeamDatabase:
 def team_database(team: str, state_dir: Path | None = None, environment: str = "local") -> TeamDatabase:
     """The team's database in an Odin environment (what the deploy path resolves a `postgres` sink's `target`
     with), made first if the team has none yet. LookupError if the environment has no PostgreSQL."""
-    from odin.stack import Stack  # Terraform, Ansible, the registry's migrations: only here
-
-    stack = Stack(environment, state_dir)
-    return ensure_team_database(Endpoints(stack.nodes()), TeamSecrets(stack.state_dir), team)
+    state_dir = state_dir or default_state_dir()
+    return ensure_team_database(Endpoints(nodes(environment, state_dir)), TeamSecrets(state_dir), team)

@@ -179,21 +179,20 @@ def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
     from jobs.health.tables import health_links, health_tables
     from odin import form_choices
     from odin.endpoints import Endpoints
-    from odin.environment import connect_registry
-    from odin.stack import Stack
+    from odin.environment import connect_registry, nodes
+    from odin.paths import default_state_dir
 
-    stack = Stack(environment)
-    nodes = stack.nodes()  # once: Terraform's outputs are read from its state file
-    where = Endpoints(nodes)
+    state_dir, found = default_state_dir(), nodes(environment)  # once: read from Terraform's state file
+    where = Endpoints(found)
     try:
         pager = alertmanager_pager(where.alertmanager_url)
     except LookupError:
         pager = None  # an environment without Alertmanager: the page is only the registry's history entry
-    registry = connect_registry(nodes)
+    registry = connect_registry(found)
     try:
-        checkup = Checkup(registry, stack.state_dir, metrics_url=where.victoria_metrics_url, pager=pager, say=log)
+        checkup = Checkup(registry, state_dir, metrics_url=where.victoria_metrics_url, pager=pager, say=log)
         report = checkup.run(heal)
-        form_choices.refresh(registry, stack.state_dir)  # the forms' dropdowns follow whatever changed them meanwhile
+        form_choices.refresh(registry, state_dir)  # the forms' dropdowns follow whatever changed them meanwhile
     finally:
         registry.close()
     for table in health_tables(report):
