@@ -6,12 +6,13 @@ sink, wrapped in Java exceptions), and whether a failure is the doing of a stop 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -57,6 +58,13 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 # large (the `memory` store keeps it on the heap) would pause longer in full collections: the setting to revisit then.
 LEAN_HEAP = "-XX:+UseSerialGC -Xms64m"
 DAGGER_JVM = f"{QUICK_JIT} {LEAN_HEAP}"
+# The environment a dagger's JVM starts with. Spark (4.3) looks up Python data sources installed as `pyspark_*`
+# packages, in a Python process of its own, before its first data source is registered or read: 1.3 s of a quiet
+# start, 2-4 s of a busy one. It does so whenever the command in PYSPARK_DRIVER_PYTHON (else PYSPARK_PYTHON) exists,
+# and its JVM reads that variable for nothing else (PythonUtils.defaultPythonExec, used by DataSourceManager only);
+# a Python driver a cluster launches is named by `spark.pyspark.driver.python`, which comes first. The engine
+# registers the one source a dagger reads itself, so a name that is no command turns the lookup off.
+JVM_ENVIRONMENT = {"PYSPARK_DRIVER_PYTHON": "no-python-data-source-lookup"}
 
 
 def spark_session(
@@ -98,10 +106,26 @@ def spark_session(
     # Last, so no `conf` turns it back on: Spark would replace ${env:NAME}, ${system:NAME} and ${spark.*} in SQL
     # text with the host's values (a user's query could read the driver's environment into its sink).
     builder = builder.config("spark.sql.variable.substitute", "false")
-    spark = builder.getOrCreate()
+    with _jvm_environment():
+        spark = builder.getOrCreate()
     if log_file is not None:
         _quiet_accumulator_server(spark)
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_environment() -> Iterator[None]:
+    """JVM_ENVIRONMENT for a JVM PySpark starts meanwhile (it copies this process's environment), and only for it."""
+    before = {name: os.environ.get(name) for name in JVM_ENVIRONMENT}
+    os.environ.update(JVM_ENVIRONMENT)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _quiet_accumulator_server(spark: SparkSession) -> None:

@@ -291,7 +291,7 @@ class Daggers:
             args = ["--spec-file", str(_spec_file(plan, run)), "--state-dir", str(self.state_dir), "--run", run]
             # the class-data archive of Spark's classes, where the worker's host has one (the JVM ignores it if not):
             # the driver's and executors' JVMs start in about half the time (bench/deploy_latency.py)
-            from jobs.engine.session import DAGGER_JVM
+            from jobs.engine.session import DAGGER_JVM, JVM_ENVIRONMENT
 
             java_options = f"{spark_archive_options()} {DAGGER_JVM}"
             properties = {
@@ -328,7 +328,10 @@ class Daggers:
             self.say(f"submitting {spec.team}/{spec.name} to {spec.team}/{cluster}")
             try:
                 submission_id = rest.submit(
-                    str(DRIVER), [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])], properties
+                    str(DRIVER),
+                    [*args, *(["--reset-checkpoint"] if reset_checkpoint else [])],
+                    properties,
+                    environment=JVM_ENVIRONMENT,
                 )
             except BaseException:
                 self.registry.set_dagger_state(spec.team, spec.name, "failed")
