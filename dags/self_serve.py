@@ -2,10 +2,10 @@
 CI pipelines send the same fields, or a whole `spec`, through Airflow's REST API.
 
 Deploy: check (fields, who asks, which cluster, the catalog stream, the SQL) → submit to the team's cluster and
-wait, deferred, for the query's first progress; beside the submission, a preview on the stream's latest events
-(logged as a table). The preview gates nothing there: a query that fails on the stream's events fails the deploy's
-wait too, with the dagger's own error, and a new dagger replaces nothing. An update's preview comes before it stops
-the running dagger.
+wait, deferred, for the query's first progress → a preview on the stream's latest events (logged as a table). The
+preview gates nothing there (a query that fails on the stream's events fails the deploy's wait, with the dagger's
+own error, and a new dagger replaces nothing), so it comes after: its JVM beside the new driver's start took the
+CPU the driver needed (docs/decisions.md). An update's preview comes before it stops the running dagger.
 Runs are refused before anything is touched unless the triggering user is a member of the dagger's team.
 """
 
@@ -40,7 +40,7 @@ def dagger_deploy() -> None:
 
         return run_request(requests.preview)
 
-    check() >> [preview(), DeployDaggerOperator(task_id="deploy")]  # side by side: the docstring says why
+    check() >> DeployDaggerOperator(task_id="deploy") >> preview()
 
 
 @dag(
