@@ -20,11 +20,16 @@ import os
 import signal
 import socket
 import sys
+import threading
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -36,9 +41,38 @@ def _args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _start_session() -> Future[SparkSession]:
+    """The cluster's SparkSession, created in a thread from now on: its SparkContext (the DriverWrapper's JVM
+    registering the application, the master launching executors) takes seconds of mostly waiting, which the engine's
+    imports and the plan no longer wait for."""
+    started: Future[SparkSession] = Future()
+
+    def create() -> None:
+        try:
+            from jobs.engine.session import spark_session
+
+            logging.info("start: Spark session")
+            started.set_result(spark_session(app_name=None, master=None))  # named by its submission
+            logging.info("start: Spark session ready")
+        except BaseException as e:  # the main thread raises it where it waits for the session
+            started.set_exception(e)
+
+    threading.Thread(target=create, name="spark-session", daemon=True).start()
+    return started
+
+
 def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for chatty in ("httpx", "py4j"):  # a line per HTTP write and per Spark callback would bury the dagger's own
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    args = _args(argv)
+    if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
+        logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
+        return 0  # exit 0: a supervised driver that exits non-zero is relaunched
+    session = _start_session()
+
     from jobs.engine.plan import plan_dagger
-    from jobs.engine.runner import run, session_for, warm_up
+    from jobs.engine.runner import fitted, run, warm_up
     from jobs.engine.session import root_cause
     from jobs.engine.status import (
         DaggerStatus,
@@ -52,13 +86,6 @@ def main(argv: list[str]) -> int:
     from jobs.spec import DaggerSpec
     from odin.teams.secrets import TeamSecrets
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for chatty in ("httpx", "py4j"):  # a line per HTTP write and per Spark callback would bury the dagger's own
-        logging.getLogger(chatty).setLevel(logging.WARNING)
-    args = _args(argv)
-    if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
-        logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
-        return 0  # exit 0: a supervised driver that exits non-zero is relaunched
     sent = json.loads(args.spec_file.read_text())
     spec = DaggerSpec.model_validate(sent["spec"])
     # the team's secrets, which the spec's sink names by environment variable (odin/teams/secrets.py)
@@ -123,9 +150,7 @@ def main(argv: list[str]) -> int:
         update(lambda s: s.model_copy(update={"updated_at": datetime.now(UTC)}))
 
     try:
-        logging.info("start: Spark session")
-        spark = session_for(plan, master=None)
-        logging.info("start: Spark session ready")
+        spark = fitted(session.result(), plan)
         warm_up(plan, spark)
         result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint, on_idle=on_idle)
     except BaseException as e:

@@ -77,9 +77,16 @@ def session_for(
     """`log_file`: Spark's driver log goes there, errors only, rather than to the console (jobs/engine/session.py).
     `master` None: the cluster's, for a driver it launched."""
     spec = plan.spec
-    spark = spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf, log_file)
-    if master is None or not master.startswith("local"):
-        ship_engine(spark, [protos.DESCRIPTOR_SET, *spec.schemas])
+    return fitted(spark_session(f"dagger-{spec.team}-{spec.name}", master, spec.parallelism, conf, log_file), plan)
+
+
+def fitted(spark: SparkSession, plan: DaggerPlan) -> SparkSession:
+    """What the plan needs of a session that may have started without it (a cluster's driver starts its session
+    while it imports the engine and plans): the dagger's shuffle partitions and, on a cluster, the engine's files
+    for the executors."""
+    spark.conf.set("spark.sql.shuffle.partitions", str(plan.spec.parallelism))
+    if not spark.sparkContext.master.startswith("local"):
+        ship_engine(spark, [protos.DESCRIPTOR_SET, *plan.spec.schemas])
     return spark
 
 

@@ -68,7 +68,7 @@ JVM_ENVIRONMENT = {"PYSPARK_DRIVER_PYTHON": "no-python-data-source-lookup"}
 
 
 def spark_session(
-    app_name: str = "dagger",
+    app_name: str | None = "dagger",
     master: str | None = "local[2]",
     shuffle_partitions: int = 2,
     conf: dict[str, str] | None = None,
@@ -78,7 +78,8 @@ def spark_session(
     """`log_file`: Spark's driver log goes there, errors only, instead of WARN and above to the console. It only
     applies to a JVM this call starts (the log configuration is read once, at JVM start), as does `archive`: the
     JVM maps the class-data archive `make setup` built (jobs/engine/jvm_archive.py), if there is one. `master` None: a
-    driver a cluster launched (jobs/engine/driver.py), whose master and host come from the cluster and its worker."""
+    driver a cluster launched (jobs/engine/driver.py), whose master and host come from the cluster and its worker;
+    `app_name` None: the one its submission gave it."""
     # Bind Spark's driver and block manager to loopback, and run Python workers with this interpreter (the venv).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -87,7 +88,7 @@ def spark_session(
     if log_file is not None:
         options.append(f"-Dlog4j2.configurationFile={quiet_log4j2()} -D{LOG_FILE_PROPERTY}={log_file}")
     conf["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o)
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder if app_name is None else SparkSession.builder.appName(app_name)
     if master is not None:
         builder = (
             builder.master(master)
