@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     if not args.spec_file.exists():  # a run long superseded (jobs/lifecycle/daggers.py keeps the last runs' files)
         logging.info("run %s: its spec file %s is gone: superseded, not starting", args.run, args.spec_file)
         return 0  # exit 0: a supervised driver that exits non-zero is relaunched
-    session = _start_session()
+    session = _start_session()  # a run that then finds itself superseded ends with it, as with any failure
 
     from jobs.engine.plan import plan_dagger
     from jobs.engine.runner import fitted, run, warm_up

@@ -59,11 +59,11 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 LEAN_HEAP = "-XX:+UseSerialGC -Xms64m"
 DAGGER_JVM = f"{QUICK_JIT} {LEAN_HEAP}"
 # The environment a dagger's JVM starts with. Spark (4.3) looks up Python data sources installed as `pyspark_*`
-# packages, in a Python process of its own, before its first data source is registered or read: 1.3 s of a quiet
-# start, 2-4 s of a busy one. It does so whenever the command in PYSPARK_DRIVER_PYTHON (else PYSPARK_PYTHON) exists,
-# and its JVM reads that variable for nothing else (PythonUtils.defaultPythonExec, used by DataSourceManager only);
-# a Python driver a cluster launches is named by `spark.pyspark.driver.python`, which comes first. The engine
-# registers the one source a dagger reads itself, so a name that is no command turns the lookup off.
+# packages, in Python processes of its own (a daemon and its worker: ~1 s of CPU, ~90 MB that stay), before its
+# first data source is registered or read. It does so whenever the command in PYSPARK_DRIVER_PYTHON (else
+# PYSPARK_PYTHON) exists, and its JVM reads that variable for nothing else (PythonUtils.defaultPythonExec, used by
+# DataSourceManager only); a Python driver a cluster launches is named by `spark.pyspark.driver.python`, which comes
+# first. The engine registers the one source a dagger reads itself, so a name that is no command turns the lookup off.
 JVM_ENVIRONMENT = {"PYSPARK_DRIVER_PYTHON": "no-python-data-source-lookup"}
 
 
