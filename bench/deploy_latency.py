@@ -153,6 +153,8 @@ def _driver_steps(daggers: Daggers, name: str, t0: float) -> dict[str, float]:
         if message.startswith("start: ") and (at := _stamp(f"{day} {clock}")) is not None:
             step = message.removeprefix("start: ").split(",")[0].split(" (")[0].split(" /")[0]
             steps.setdefault(f"driver: {step}", at - t0)
+            if step == "first progress":  # with Spark's durations of that batch, by phase
+                console.print(f"{name}: {message}", soft_wrap=True, highlight=False)
     return steps
 
 

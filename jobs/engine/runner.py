@@ -242,7 +242,8 @@ def run(
                     if key in seen:
                         continue
                     if not seen:
-                        log.info("start: first progress, batch %s: %d events", p["batchId"], event_rows(p))
+                        took = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in sorted(p.get("durationMs", {}).items()))
+                        log.info("start: first progress, batch %s: %d events (%s)", p["batchId"], event_rows(p), took)
                     seen.add(key)
                     if not closing:  # a closing run reads no event and its batches are not the checkpoint's
                         _account(result, p)
