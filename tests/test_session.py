@@ -41,9 +41,9 @@ spark.stop()
 
 
 def test_sparks_lookup_of_installed_python_data_sources_is_off(tmp_path: Path) -> None:
-    """Spark looks up `pyspark_*` packages in a Python process of its own before a dagger's source is registered
-    (seconds of every start and relaunch): a dagger's JVM skips it (session.JVM_ENVIRONMENT). A package Spark would
-    discover, which the session's Python workers import, is not found as a data source."""
+    """Spark looks up `pyspark_*` packages in Python processes of its own (a daemon and its worker) before a dagger's
+    source is registered: a dagger's JVM skips it (session.JVM_ENVIRONMENT). A package Spark would discover, which
+    the session's Python workers import, is not found as a data source."""
     (tmp_path / "pyspark_probe").mkdir()
     (tmp_path / "pyspark_probe" / "__init__.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}

@@ -182,7 +182,8 @@ def check_health(environment: str, heal: bool, log: Log) -> dict[str, Any]:
     from odin.environment import connect_registry, nodes
     from odin.paths import default_state_dir
 
-    state_dir, found = default_state_dir(), nodes(environment)  # once: read from Terraform's state file
+    state_dir = default_state_dir()
+    found = nodes(environment, state_dir)  # once: read from Terraform's state file
     where = Endpoints(found)
     try:
         pager = alertmanager_pager(where.alertmanager_url)
