@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.engine.offsets import DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+from jobs.engine.offsets import (
+    DataLossError,
+    Extent,
+    Gap,
+    Partition,
+    SourceOffset,
+    batch_ranges,
+    plan_batch,
+    task_groups,
+)
 
 
 @st.composite
@@ -90,3 +99,27 @@ def test_offsets_round_trip_as_canonical_json_and_read_the_earlier_format() -> N
     assert list(offset.to_json()["offsets"]["t"]) == ["0", "1"]  # sorted: Spark compares offsets as text
     legacy = {"t": {"0": 3, "1": 5}, "__flush": 9, "__initial": {"t": {"0": 0, "1": 0}}}
     assert SourceOffset.from_json(legacy) == SourceOffset({a: 5, b: 3}, flush=9, initial={a: 0, b: 0})
+
+
+@given(
+    st.dictionaries(
+        st.builds(Partition, st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 7)),
+        st.integers(1, 10**6),
+        max_size=24,
+    ),
+    st.integers(1, 8),
+)
+def test_a_batch_s_ranges_are_read_in_at_most_as_many_tasks_as_the_dagger_has(
+    sizes: dict[Partition, int], tasks: int
+) -> None:
+    """Spark's task per Kafka partition costs ~0.1-0.2 s each (a Python worker's round trip and a Kafka client), so
+    a stream of 8 partitions read by a dagger of parallelism 1 spent 1.7 s of its first batch in task overhead."""
+    ranges = {p: (10, 10 + n) for p, n in sizes.items()}
+    groups = task_groups(ranges, tasks)
+    assert len(groups) == min(len(ranges), tasks)
+    assert sorted(p for g in groups for p in g) == sorted(ranges)  # each range read once
+    assert all(g == sorted(g) for g in groups)
+    loads = [sum(sizes[p] for p in g) for g in groups]
+    if loads:  # no task reads more than the fair share plus one range (the greedy longest-first bound)
+        assert max(loads) <= sum(loads) / len(groups) + max(sizes.values())
+    assert task_groups(dict(reversed(list(ranges.items()))), tasks) == groups  # the same batch, the same tasks

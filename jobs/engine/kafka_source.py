@@ -32,7 +32,17 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from jobs.engine.event_time import Bound, EventTimeLog, Record, WindowRule, advance, bounds
-from jobs.engine.offsets import Clock, DataLossError, Extent, Gap, Partition, SourceOffset, batch_ranges, plan_batch
+from jobs.engine.offsets import (
+    Clock,
+    DataLossError,
+    Extent,
+    Gap,
+    Partition,
+    SourceOffset,
+    batch_ranges,
+    plan_batch,
+    task_groups,
+)
 from jobs.engine.source_stream import SourceStream
 from jobs.events.predicates import Predicate
 from jobs.events.protobuf import ROWTIME, Computed, Decoder, find_message
@@ -67,6 +77,7 @@ class SourceOptions:
     delay_us: int = 0  # the dagger's watermark delay
     late_rule: WindowRule | None = None  # tells the events the watermark makes late; None: Spark drops them
     secrets_file: str | None = None  # the team's secrets (odin/teams/secrets.py): e.g. `kafka.password_env`'s value
+    tasks: int = 1  # read tasks per batch at most: the dagger's parallelism (jobs/engine/offsets.py task_groups)
 
     def to_option(self) -> str:
         return json.dumps(
@@ -81,6 +92,7 @@ class SourceOptions:
                 "delay_us": self.delay_us,
                 "late_rule": None if self.late_rule is None else astuple(self.late_rule),
                 "secrets_file": self.secrets_file,
+                "tasks": self.tasks,
             }
         )
 
@@ -92,7 +104,9 @@ class SourceOptions:
         stream = SourceStream.from_json(d["stream"])
         rule = None if d["late_rule"] is None else WindowRule(*d["late_rule"])
         flush_at, clock, delay, secrets = d["flush_at_micros"], d["clock_dir"], d["delay_us"], d["secrets_file"]
-        return cls(stream, d["columns"], d["schemas"], flush_at, computed, filters, clock, delay, rule, secrets)
+        return cls(
+            stream, d["columns"], d["schemas"], flush_at, computed, filters, clock, delay, rule, secrets, d["tasks"]
+        )
 
     def load_secrets(self) -> None:
         """Put the team's secrets into this process's environment, where kafka_config finds the stream's password.
@@ -199,6 +213,14 @@ class RangePartition(InputPartition):
         super().__init__((topic, partition, start, end, late_before, bound))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.late_before, self.bound = late_before, bound
+
+
+class RangesPartition(InputPartition):
+    """Several ranges read one after the other in one task (jobs/engine/offsets.py task_groups)."""
+
+    def __init__(self, ranges: list[RangePartition]) -> None:
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = ranges
 
 
 class SentinelPartition(InputPartition):
@@ -385,10 +407,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # All from the offsets, so a replayed batch is the same.
         idle_s = self.stream.idle_timeout.total_seconds()
         limits = bounds(last.clocks, last.watermark, last.planned_at, self.opts.delay_us, idle_s, last.tails)
-        parts: list[InputPartition] = [
-            RangePartition(p.topic, p.partition, begin, stop, last.applied, limits.get(p))
-            for p, (begin, stop) in batch_ranges(first, last).items()
-        ]
+        ranges = batch_ranges(first, last)
+        parts: list[InputPartition] = []
+        for group in task_groups(ranges, self.opts.tasks):
+            reads = [RangePartition(p.topic, p.partition, *ranges[p], last.applied, limits.get(p)) for p in group]
+            parts.append(reads[0] if len(reads) == 1 else RangesPartition(reads))
         if last.flush > first.flush:
             parts.append(SentinelPartition(last.flush, last.watermark))
         elif not parts and last.watermark > last.applied:  # the watermark moved without events (idleness)
@@ -422,10 +445,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(partition, SentinelPartition):
             yield decoder.sentinel(partition.rowtime_micros, watermark=partition.watermark)
             return
-        assert isinstance(partition, RangePartition)
+        assert isinstance(partition, RangePartition | RangesPartition)
         self.opts.load_secrets()
         log = None if self.opts.clock_dir is None else EventTimeLog(Path(self.opts.clock_dir))
-        yield from read_range(self.stream, decoder, partition, late_rule=self.opts.late_rule, log=log)
+        for part in partition.ranges if isinstance(partition, RangesPartition) else [partition]:
+            yield from read_range(self.stream, decoder, part, late_rule=self.opts.late_rule, log=log)
 
 
 def read_tail(opts: SourceOptions, tail: int) -> pa.Table:

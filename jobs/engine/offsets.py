@@ -20,6 +20,7 @@ Planning is a pure function of the start offset, what the broker holds and the r
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -208,6 +209,20 @@ def batch_ranges(start: SourceOffset | None, end: SourceOffset) -> dict[Partitio
         if stop > begin:
             out[p] = (begin, stop)
     return out
+
+
+def task_groups(ranges: Mapping[Partition, tuple[int, int]], tasks: int) -> list[list[Partition]]:
+    """The batch's ranges shared among at most `tasks` read tasks, each task's sorted: longest range first to the
+    least loaded task, so none reads more than an even share plus one range. A dagger never runs more tasks at once
+    than its parallelism, and each task costs a Python worker's round trip and a Kafka client: a task per partition
+    only adds that cost. Ties go by partition, so a replayed batch gets the same tasks."""
+    groups: list[list[Partition]] = [[] for _ in range(min(tasks, len(ranges)))]
+    loads = [(0, i) for i in range(len(groups))]
+    for p in sorted(ranges, key=lambda p: (ranges[p][0] - ranges[p][1], p)):
+        load, i = heapq.heappop(loads)
+        groups[i].append(p)
+        heapq.heappush(loads, (load + ranges[p][1] - ranges[p][0], i))
+    return [sorted(group) for group in groups]
 
 
 def _share(backlog: Mapping[Partition, int], limit: int) -> dict[Partition, int]:

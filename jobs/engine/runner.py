@@ -104,7 +104,17 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> Sour
     stream = SourceStream.of(plan.spec.streams[i])
     secrets = str(plan.secrets.absolute())
     return SourceOptions(
-        stream, sp.columns, plan.schemas, micros, sp.computed, sp.filters, clock_dir, delay_us, plan.late_rule, secrets
+        stream,
+        sp.columns,
+        plan.schemas,
+        micros,
+        sp.computed,
+        sp.filters,
+        clock_dir,
+        delay_us,
+        plan.late_rule,
+        secrets,
+        plan.spec.parallelism,
     )
 
 
