@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -26,7 +27,7 @@ from daggers.events import booking_log_pb2, driver_location_pb2
 from pyspark.sql import SparkSession
 
 from jobs.engine.plan import plan_dagger
-from jobs.engine.runner import preview, run, warm_up
+from jobs.engine.runner import preview, run, warm_executors
 from jobs.spec import parse_spec
 from odin.apis import victoria
 from odin.paths import BIN_DIR
@@ -362,7 +363,7 @@ def test_preview_of_a_topic_without_events_is_empty(services: Services, spark: S
     assert preview(plan_dagger(parse_spec(spec)), spark).num_rows == 0
 
 
-def test_warm_up_reads_an_event_per_task(
+def test_warming_executors_reads_an_event_per_task(
     services: Services, spark: SparkSession, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A (re)launched driver warms its executors beside the starting query: each of its tasks reads and decodes
@@ -371,13 +372,48 @@ def test_warm_up_reads_an_event_per_task(
     produce(services.kafka_bootstrap, topic, booking_logs(100, seed=61, start=START, rate=100), partitions=2)
     plan = plan_dagger(parse_spec(surge_spec(services, topic, {"type": "log"})))
     with caplog.at_level(logging.INFO, logger="dagger"):
-        warm_up(plan, spark).join(timeout=300)
+        warm_executors(plan, spark).join(timeout=300)
     assert f"{plan.spec.parallelism} events read" in caplog.text, caplog.text
     # an empty topic: nothing to decode, still warm
     empty = plan_dagger(parse_spec(surge_spec(services, new_topic(services), {"type": "log"})))
     with caplog.at_level(logging.INFO, logger="dagger"):
-        warm_up(empty, spark).join(timeout=300)
+        warm_executors(empty, spark).join(timeout=300)
     assert "0 events read" in caplog.text, caplog.text
+
+
+PLANNERS_SCRIPT = """
+import json, sys
+import psutil
+from jobs.engine.plan import plan_dagger
+from jobs.engine.runner import run, session_for, warm_planners
+from jobs.spec import parse_spec
+
+def planners():  # a planner daemon and the workers it forked share its command line
+    tree = psutil.Process().children(recursive=True)
+    return {p.pid for p in tree if any(m in " ".join(p.cmdline()) for m in ("create_data_source", "plan_data_source"))}
+
+plan = plan_dagger(parse_spec(json.loads(sys.argv[1])))
+spark = session_for(plan, "local[1]")
+warm_planners(spark)[1].join(timeout=300)
+warm = planners()
+result = run(plan, spark, once=True)
+print(json.dumps({"warm": len(warm), "new": len(planners() - warm), "events": result.input_rows}))
+"""
+
+
+def test_warmed_planners_are_the_ones_the_query_uses(services: Services, tmp_path: Path) -> None:
+    """The query's schema and the plan of its first batch's reads run in the Python processes the warm-up started
+    (each would otherwise start, with the engine's imports, inside the query's start and its first batch). A fresh
+    Spark: a shared one already holds planners from other tests."""
+    topic = new_topic(services)
+    produce(services.kafka_bootstrap, topic, booking_logs(200, seed=62, start=START, rate=100), partitions=2)
+    spec = {**surge_spec(services, topic, {"type": "log"}), "checkpoint_dir": str(tmp_path / "checkpoint")}
+    r = subprocess.run(
+        [sys.executable, "-c", PLANNERS_SCRIPT, json.dumps(spec)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[-1])
+    assert seen == {"warm": 4, "new": 0, "events": 200}, seen  # two daemons, a worker each
 
 
 class _SlowInflux(http.server.BaseHTTPRequestHandler):

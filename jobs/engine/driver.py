@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
     session = _start_session()  # a run that then finds itself superseded ends with it, as with any failure
 
     from jobs.engine.plan import plan_dagger
-    from jobs.engine.runner import fitted, run, warm_up
+    from jobs.engine.runner import fitted, run
     from jobs.engine.session import root_cause
     from jobs.engine.status import (
         DaggerStatus,
@@ -151,8 +151,8 @@ def main(argv: list[str]) -> int:
 
     try:
         spark = fitted(session.result(), plan)
-        warm_up(plan, spark)
-        result = run(plan, spark, on_progress=on_progress, reset_checkpoint=args.reset_checkpoint, on_idle=on_idle)
+        reset = args.reset_checkpoint
+        result = run(plan, spark, on_progress=on_progress, reset_checkpoint=reset, on_idle=on_idle, warm=True)
     except BaseException as e:
         if taken_over or superseded():
             return 0  # the new run's driver owns the status file now (and may be what failed this one's batch)

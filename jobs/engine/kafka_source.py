@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from jobs.spec import StreamSpec
 
 FORMAT = "dagger_kafka"
+WARM_FORMAT = "dagger_warm"
 DECODE_CHUNK = 50_000  # events decoded into one Arrow batch
 METADATA_TIMEOUT_S = 10.0
 _log = logging.getLogger(__name__)
@@ -471,6 +472,27 @@ def read_tail(opts: SourceOptions, tail: int) -> pa.Table:
     ]
     batches = [b for r in ranges for b in read_range(opts.stream, decoder, r, dead_letters=False)]
     return pa.Table.from_batches(batches or [decoder.decode([]).batch])
+
+
+class WarmSource(DataSource):
+    """A batch source read once before a dagger's query plans its first batch (jobs/engine/runner.py warm_planners):
+    the driver's Python process that plans its read imports this module, as the query's would, and Spark keeps it
+    for the query's plan to reuse. It reads nothing."""
+
+    @classmethod
+    def name(cls) -> str:
+        return WARM_FORMAT
+
+    def schema(self) -> str:
+        return "events long"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return WarmReader()
+
+
+class WarmReader(DataSourceReader):
+    def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
+        return iter(())
 
 
 def warm(option: str, task: int) -> int:

@@ -29,9 +29,11 @@ import protos
 from jobs.engine import checkpoint
 from jobs.engine.kafka_source import (
     FORMAT,
+    WARM_FORMAT,
     KafkaProtoSource,
     KafkaStreamReader,
     SourceOptions,
+    WarmSource,
     kafka_config,
     read_tail,
     warm,
@@ -160,6 +162,7 @@ def check_resumable(plan: DaggerPlan) -> None:
                 plan_batch(offsets, extents, unavailable)
 
 
+WARM_SCHEMA_WAIT_S = 30.0  # past this, the query loads its stream in a planner process of its own
 # Spark waits a fixed 10 s for the Python process that runs a streaming source to connect back (PythonWorkerFactory's
 # simple worker: no setting changes it); on a busy host its start (a Python, pyspark's imports) can take longer. The
 # query is started again from its checkpoint.
@@ -174,14 +177,20 @@ def run(
     on_progress: Callable[[dict[str, Any], int], None] | None = None,
     reset_checkpoint: bool = False,
     on_idle: Callable[[], None] | None = None,
+    warm: bool = False,
 ) -> RunResult:
     """Run until stopped (SIGTERM/SIGINT stop gracefully after the current batch), or with `once` read all that
     is available, close every window, and return. SIGUSR1 drains a running dagger: it stops taking triggers, then
     does what `once` does in the JVM it has (Loki's end of a run: no second start-up). The checkpoint must be this
     dagger's (jobs/engine/checkpoint.py); `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called
     every IDLE_BEAT_S without progress while the query waits between triggers: Spark reports none while a stream is
-    quiet, which is not a stall (while a batch runs, no beat: a hung one is)."""
+    quiet, which is not a stall (while a batch runs, no beat: a hung one is). `warm`: a new session, whose Python
+    processes the first batch needs are started beside the query's start (warm_executors, warm_planners)."""
     spec = plan.spec
+    planners = None
+    if warm:
+        warm_executors(plan, spark)
+        planners, _ = warm_planners(spark)
     # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
     check_resumable(plan)
@@ -210,6 +219,8 @@ def run(
         single = plan.query.stateful_operators <= 1
         spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false" if single else "true")
         flush_at = None if closing_after is None else CLOSING_TIME
+        if planners is not None:
+            planners.wait(WARM_SCHEMA_WAIT_S)
         writer = (
             streaming_frame(spark, plan, flush_at)
             .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))
@@ -345,14 +356,14 @@ def _view(spark: SparkSession, table: pa.Table, name: str) -> None:
     spark.createDataFrame(table).where(f"{SENTINEL} IS NULL").drop(*INTERNAL).createOrReplaceTempView(name)
 
 
-def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
-    """Warm a (re)launched driver's new executors in the background while the driver starts the query. Their first
-    tasks would otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and
-    generate code inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). One small SQL job does it:
-    a task per core reads an event the way the reader does (jobs/engine/kafka_source.py warm) through an Arrow UDF,
-    which runs in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's
-    workers apart), so the query's first tasks find them warm, and an aggregation has each JVM generate code. It
-    plans nothing in Python on the driver, which is busy starting the query. Best effort: a failure is logged.
+def warm_executors(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
+    """Warm a new session's executors in the background while the driver starts the query. Their first tasks would
+    otherwise boot a Python worker, import the engine, build the decoder, start Kafka's client and generate code
+    inside the first batch (~16 s of a ~50 s relaunch, bench/RESULTS.md). One small SQL job does it: a task per
+    core reads an event the way the reader does (jobs/engine/kafka_source.py warm) through an Arrow UDF, which runs
+    in the same kind of Python worker as the source's read tasks (an RDD's would not: Spark keeps SQL's workers
+    apart), so the query's first tasks find them warm, and an aggregation has each JVM generate code. It plans
+    nothing in Python on the driver, so it starts at once. Best effort: a failure is logged.
     (Not mapInArrow: PySpark requires pandas for it, which the platform does not install, docs/decisions.md.)"""
     options = [_source_options(plan, i, None).to_option() for i in range(len(plan.streams))]
     tasks = plan.spec.parallelism
@@ -362,17 +373,45 @@ def warm_up(plan: DaggerPlan, spark: SparkSession) -> threading.Thread:
         for ids in task_ids:
             yield pa.array([sum(warm(o, i) for o in options) for i in ids.to_pylist()], pa.int64())
 
-    def work() -> None:
+    def work() -> str:
+        counted = spark.range(0, tasks, 1, tasks).select(read_one("id")).groupBy().sum().collect()
+        return f"{counted[0][0]} events read"
+
+    return _in_background("executors", work)
+
+
+def warm_planners(spark: SparkSession) -> tuple[threading.Event, threading.Thread]:
+    """Start the driver's Python planner processes a stream's schema and the plan of its reads take, and leave
+    them for the query to reuse: Spark starts one, with the engine's imports, whenever none is idle (1-2 s each on
+    a busy host, one after the other inside the query's start and first batch). A batch read of the warm-up source
+    (jobs/engine/kafka_source.py WarmSource) does it: its schema first, then its read plan, while the query starts.
+    Returns an event set once the schema's process is idle again (loading the query's stream before then would
+    start a second one), and the thread, which ends with the rest. Best effort: a failure is logged."""
+    schema_done = threading.Event()
+
+    def work() -> str:
+        try:
+            spark.dataSource.register(WarmSource)
+            frame = spark.read.format(WARM_FORMAT).load()
+        finally:
+            schema_done.set()
+        frame.collect()
+        return "read planned"
+
+    return schema_done, _in_background("planners", work)
+
+
+def _in_background(what: str, work: Callable[[], str]) -> threading.Thread:
+    def logged() -> None:
         began = time.monotonic()
         try:
-            counted = spark.range(0, tasks, 1, tasks).select(read_one("id")).groupBy().sum().collect()
+            done = work()
         except Exception as e:  # whatever failed, the query itself reports it if it matters
-            log.warning("start: executors' warm-up failed, the query goes on cold: %s", root_cause(e))
+            log.warning("start: the %s' warm-up failed, the query goes on cold: %s", what, root_cause(e))
         else:
-            events = counted[0][0]
-            log.info("start: executors warm (%.1f s, %d events read)", time.monotonic() - began, events)
+            log.info("start: %s warm (%.1f s, %s)", what, time.monotonic() - began, done)
 
-    thread = threading.Thread(target=work, name="dagger-warm-up", daemon=True)
+    thread = threading.Thread(target=logged, name=f"dagger-warm-{what}", daemon=True)
     thread.start()
     return thread
 
