@@ -389,8 +389,15 @@ from jobs.engine.runner import run, session_for, warm_planners
 from jobs.spec import parse_spec
 
 def planners():  # a planner daemon and the workers it forked share its command line
-    tree = psutil.Process().children(recursive=True)
-    return {p.pid for p in tree if any(m in " ".join(p.cmdline()) for m in ("create_data_source", "plan_data_source"))}
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            line = " ".join(p.cmdline())
+        except psutil.Error:  # it ended meanwhile (a zombie until its parent reaps it)
+            continue
+        if "create_data_source" in line or "plan_data_source" in line:
+            found.add(p.pid)
+    return found
 
 plan = plan_dagger(parse_spec(json.loads(sys.argv[1])))
 spark = session_for(plan, "local[1]")
