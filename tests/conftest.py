@@ -192,6 +192,21 @@ def team_cluster(services: Services) -> Iterator[TeamCluster]:
 
 
 @pytest.fixture
+def leftovers_stopped(team_cluster: TeamCluster) -> Iterator[None]:
+    """Stops the daggers a test left on the shared team cluster (one that failed before its own stop): the next test
+    finds the cluster's cores free, and reports its own failure rather than this one's."""
+    from jobs.lifecycle.daggers import Daggers
+
+    registry, team = team_cluster.registry, team_cluster.team
+    live = ("deploying", "running", "stopping")
+    before = {d.name for d in registry.daggers(team=team, states=live)}
+    yield
+    for d in registry.daggers(team=team, states=live):
+        if d.name not in before:
+            Daggers(registry, team_cluster.state_dir).stop(team, d.name, team_cluster.member)
+
+
+@pytest.fixture
 def own_team(services: Services) -> Iterator[tuple[Registry, Clusters, str]]:
     """A team of its own (member `alice`) for a test that creates its clusters; destroyed with them after."""
     from odin.cluster.lifecycle import Clusters

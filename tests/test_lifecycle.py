@@ -40,6 +40,7 @@ from tests.support.seeds import SURGE_SQL
 from tests.support.services import Services, TeamCluster
 from tests.support.sinks import sink_reaches
 from tests.support.specs import catalog_spec, deployable, surge_spec
+from tests.support.waiting import wait_for
 
 
 def _dagger_jvms(run: str) -> list[list[str]]:
@@ -60,6 +61,7 @@ def _dagger_jvms(run: str) -> list[list[str]]:
     return [jvm.cmdline(), *executors]
 
 
+@pytest.mark.usefixtures("leftovers_stopped")
 def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     services: Services, team_cluster: TeamCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,13 +93,18 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     }
     truth = surge_truth(everything)
     assert len(shown) == len(rows) == min(1000, len(truth)) and all(truth[k] == n for k, n in shown.items())
+    # Every window the sink has is closed: the status's watermark (what `make demo` checks against) passes its end.
+    # The driver writes the status after the batch that wrote the sink (it polls its query's progress every 0.5 s).
+    last_end = max(datetime.fromisoformat(end) for *_, end in truth)
+    status = wait_for(
+        lambda: read_status(status_path(Path(record.checkpoint))),
+        30,
+        f"the status's watermark to pass {last_end}",
+        done=lambda s: s is not None and s.watermark is not None and s.watermark >= last_end,
+    )
+    assert status is not None
     # Its JVMs compile with C1 only (a relaunch's start is what the JIT would slow) and keep a small serial-collected
     # heap, on their own command lines (the suite's JDK_JAVA_OPTIONS says C1 to every JVM, but through the environment).
-    status = read_status(status_path(Path(record.checkpoint)))
-    assert status is not None
-    # every window the sink has is closed: the status's watermark (what `make demo` checks against) is past its end
-    assert status.watermark is not None
-    assert status.watermark >= max(datetime.fromisoformat(end) for *_, end in surge_truth(everything))
     jvms = _dagger_jvms(status.run)
     assert len(jvms) == 2 and all(set(DAGGER_JVM.split()) <= set(jvm) for jvm in jvms), jvms  # driver, executor
 
@@ -209,6 +216,7 @@ def test_the_dagger_cli_lists_and_refuses_with_the_reason(team_cluster: TeamClus
     assert f"refused: team {team} has no dagger 'nothing'" in refused.stderr
 
 
+@pytest.mark.usefixtures("leftovers_stopped")
 def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms_credentials(
     services: Services, team_cluster: TeamCluster
 ) -> None:
@@ -283,6 +291,7 @@ def test_a_teams_daggers_write_to_its_own_database_and_topics_with_the_platforms
                 daggers.stop(team, name, "alice")
 
 
+@pytest.mark.usefixtures("leftovers_stopped")
 def test_a_drained_stop_reads_what_is_left_and_closes_every_window(
     services: Services, team_cluster: TeamCluster
 ) -> None:
