@@ -10,7 +10,7 @@ import pyarrow as pa
 from daggers.events import booking_log_pb2
 from google.protobuf import json_format, message_factory
 
-from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, find_message
+from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, EventTime, find_message
 from odin.traffic.generator import booking_logs
 
 
@@ -100,6 +100,34 @@ def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> 
         decoded = Decoder(desc, field, ["id"]).decode(payloads)
         assert decoded.batch.column(ROWTIME).to_pylist() == [when], field
         assert [i for i, _ in decoded.errors] == [1], field
+
+
+def test_the_planners_event_time_of_one_payload_is_the_decoders(tmp_path: Path) -> None:
+    """The source's planner reads one event per partition with EventTime rather than a Decoder: the same time for
+    every payload, and none where the decoder finds an error."""
+    proto = tmp_path / "clicks.proto"
+    proto.write_text(
+        'syntax = "proto3";\npackage t;\nimport "google/protobuf/timestamp.proto";\n'
+        "message Meta { google.protobuf.Timestamp at = 1; }\n"
+        "message Click { string id = 1; Meta meta = 2; int64 at_ms = 3; int64 at_s = 4; double at_f = 5; }\n"
+    )
+    desc = find_message("t.Click", [proto])
+    cls = Decoder(desc, "meta.at").cls
+    clicks = [
+        cls(id="a", at_ms=1_700_000_000_123, at_s=1_700_000_000, at_f=1_700_000_000.25),
+        cls(id="b"),
+        cls(id="c", meta={}),
+        cls(id="d", at_ms=99_999_999_999, at_s=-5, at_f=100_000_000_001.5),
+    ]
+    clicks[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
+    payloads = [c.SerializeToString() for c in clicks] + [b"\xff\xff not protobuf", None]
+    for field in ("meta.at", "at_ms", "at_s", "at_f"):
+        decoder, reader = Decoder(desc, field, ["id"]), EventTime(desc, field)
+        assert [reader.micros(p) for p in payloads] == [decoder.decode([p]).latest for p in payloads], field
+    bookings = [e.SerializeToString() for e in booking_logs(200, seed=9)]
+    decoder, reader = booking_decoder([]), EventTime(find_message("daggers.events.BookingLog"), "event_timestamp")
+    assert [reader.micros(p) for p in bookings] == [decoder.decode([p]).latest for p in bookings]
+    assert all(reader.micros(p) for p in bookings)
 
 
 def test_enums_unsigned_wrappers_and_recursion_inside_any_structure(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ from jobs.engine.offsets import (
 )
 from jobs.engine.source_stream import SourceStream
 from jobs.events.predicates import Predicate
-from jobs.events.protobuf import ROWTIME, Computed, Decoder, find_message
+from jobs.events.protobuf import ROWTIME, Computed, Decoder, EventTime, find_message
 from odin.kafka.ends import fetched_end
 from odin.teams import secrets as team_secrets
 
@@ -126,6 +126,9 @@ class SourceOptions:
         if self.secrets_file is not None:
             os.environ.update(team_secrets.load(Path(self.secrets_file)))
 
+    def event_time(self) -> EventTime:
+        return _event_time(self.stream.proto, tuple(self.schemas), self.stream.timestamp_field)
+
     def decoder(self) -> Decoder:
         columns = None if self.columns is None else tuple(self.columns)
         s = self.stream
@@ -143,6 +146,11 @@ def _decoder(
 ) -> Decoder:
     """One decoder per stream and worker process: every task of every batch reuses it (decoding is stateless)."""
     return Decoder(find_message(proto, schemas), timestamp_field, columns, computed, filters)
+
+
+@lru_cache(maxsize=32)
+def _event_time(proto: str, schemas: tuple[str, ...], timestamp_field: str) -> EventTime:
+    return EventTime(find_message(proto, schemas), timestamp_field)
 
 
 # A short fetch wait: we always know how much is due, and a broker holds a fetch that finds nothing (a probe at a
@@ -373,7 +381,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _tails(self, ranges: dict[Partition, tuple[int, int]]) -> dict[Partition, int]:
         """The event time of each range's last event (when it has one): fetched, one event per partition."""
         out: dict[Partition, int] = {}
-        decoder = self.opts.decoder()
+        event_time = self.opts.event_time()
         c = self.consumer
         for p, (_, stop) in ranges.items():
             c.assign([TopicPartition(p.topic, p.partition, stop - 1)])
@@ -382,7 +390,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 while time.monotonic() < deadline:
                     msgs = [m for m in c.consume(1, timeout=PROBE_POLL_S) if m.error() is None]
                     if msgs:  # a later offset: the last one is a transaction marker
-                        latest = decoder.decode([msgs[0].value()]).latest if msgs[0].offset() == stop - 1 else None
+                        latest = event_time.micros(msgs[0].value()) if msgs[0].offset() == stop - 1 else None
                         if latest is not None:
                             out[p] = latest
                         break

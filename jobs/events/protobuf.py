@@ -166,6 +166,31 @@ def _enum_names(fd: FieldDescriptor) -> Callable[[npt.NDArray[np.int64]], pa.Arr
     return to_name
 
 
+class EventTime:
+    """One payload's event time (µs) exactly as Decoder.decode reads it (the same parser, the same rules), without
+    what a Decoder builds for its batches: the source's planner reads the last event of each partition each batch,
+    and a Decoder there cost its process ~20 MB and 0.1 s (Arrow's compute kernels, the UDF library)."""
+
+    def __init__(self, desc: Descriptor, timestamp_field: str) -> None:
+        self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
+        self.path = timestamp_field.split(".")
+
+    def micros(self, payload: bytes | None) -> int | None:
+        """None where Decoder.decode makes the payload an error: it does not parse, or has no event time."""
+        try:
+            value: Any = self.handler.array_to_record_batch(pa.array([payload], pa.binary())).column(self.path[0])[0]
+        except ValueError:
+            return None
+        for part in self.path[1:]:
+            value = value[part] if value.is_valid else value  # an unset parent: no event time
+        if not value.is_valid:
+            return None
+        if pa.types.is_timestamp(value.type):
+            return int(value.value) or None
+        epoch = float(value.as_py())
+        return int(epoch * 1000 if epoch > 100_000_000_000 else epoch * 1_000_000) or None
+
+
 @dataclass
 class Decoded:
     batch: pa.RecordBatch
