@@ -67,7 +67,7 @@ DAGGER_JVM = f"{QUICK_JIT} {LEAN_HEAP}"
 JVM_ENVIRONMENT = {"PYSPARK_DRIVER_PYTHON": "no-python-data-source-lookup"}
 # Groups an aggregation of objects (collect_set: DistinctCount) keeps in a hash map per task before it sorts what is
 # left instead. Spark's default (128) is far below a surge batch's groups (10-20k per task), so every batch's partial
-# and final aggregation sorted: its read stage's JVM CPU 0.9-1.4 -> 0.6-0.7 s per 500k events at 65,536. The bound
+# and final aggregation sorted: its read stage's JVM CPU 0.9-1.4 -> 0.6-0.85 s per 500k events at 65,536. The bound
 # stays: past it, a task still sorts, so a query with more groups keeps its heap bounded (docs/decisions.md).
 OBJECT_AGGREGATION_GROUPS = 65_536
 
