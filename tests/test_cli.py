@@ -463,3 +463,28 @@ def test_lifecycle_errors_say_what_to_run_next(services: Services, tmp_path: Pat
         assert (doc["clusters"], doc["daggers"], doc["actions"]) == ([], [], [])
     finally:
         registry.close()
+
+
+def test_the_windows_a_batch_closes_are_written_at_once_not_a_trigger_interval_later(
+    services: Services, tmp_path: Path
+) -> None:
+    """Spark emits the windows a watermark closed in the batch after the one that moved it, a batch without events.
+    That batch runs at once: with an hour's trigger interval, the windows the first batch's events close reach the
+    sink seconds after it, not at the next hour (the query ticks fast; its source holds events to the spec's
+    interval). Spark's triggers fall on multiples of the interval: before, batch 1 came up to an hour later."""
+    topic = new_topic(services)
+    events = list(booking_logs(2_000, seed=83, start=START, rate=10))  # 200 s of event time: windows close
+    produce(services.kafka_bootstrap, topic, (e.SerializeToString() for e in events), partitions=2)
+    out = tmp_path / "out.jsonl"
+    spec = surge_spec(services, topic, {"type": "log", "path": str(out)}) | {"trigger_interval": "3600s"}
+    spec["streams"][0]["idle_timeout"] = "7200s"  # longer than the interval (jobs/spec.py)
+    commits = tmp_path / "checkpoint" / "commits"
+    with running(spec_file(spec, tmp_path), tmp_path / "run.log", until=""):
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (commits / "1").exists():
+            time.sleep(0.5)
+        assert (commits / "1").exists(), (tmp_path / "run.log").read_text()[-3000:]
+        emitted_after_s = (commits / "1").stat().st_mtime - (commits / "0").stat().st_mtime
+    assert emitted_after_s < 30, emitted_after_s
+    rows, truth = surge_rows(out), surge_truth(events)
+    assert rows and all(truth[k] == n for k, n in rows.items())  # the closed windows, whole

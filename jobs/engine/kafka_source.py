@@ -88,6 +88,9 @@ class SourceOptions:
     late_rule: WindowRule | None = None  # tells the events the watermark makes late; None: Spark drops them
     secrets_file: str | None = None  # the team's secrets (odin/teams/secrets.py): e.g. `kafka.password_env`'s value
     tasks: int = 1  # read tasks per batch at most: the dagger's parallelism (jobs/engine/offsets.py task_groups)
+    # At most one batch of events per this many seconds (the spec's trigger_interval) while the query's own trigger
+    # ticks faster, so the batch that emits what a watermark closed runs at once (jobs/engine/runner.py); 0: no hold
+    hold_s: float = 0.0
 
     def to_option(self) -> str:
         return json.dumps(
@@ -103,6 +106,7 @@ class SourceOptions:
                 "late_rule": None if self.late_rule is None else astuple(self.late_rule),
                 "secrets_file": self.secrets_file,
                 "tasks": self.tasks,
+                "hold_s": self.hold_s,
             }
         )
 
@@ -115,7 +119,18 @@ class SourceOptions:
         rule = None if d["late_rule"] is None else WindowRule(*d["late_rule"])
         flush_at, clock, delay, secrets = d["flush_at_micros"], d["clock_dir"], d["delay_us"], d["secrets_file"]
         return cls(
-            stream, d["columns"], d["schemas"], flush_at, computed, filters, clock, delay, rule, secrets, d["tasks"]
+            stream,
+            d["columns"],
+            d["schemas"],
+            flush_at,
+            computed,
+            filters,
+            clock,
+            delay,
+            rule,
+            secrets,
+            d["tasks"],
+            d["hold_s"],
         )
 
     def load_secrets(self) -> None:
@@ -276,6 +291,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._probe: bool | None = {"reported": False, "probe": True}.get(self.stream.kafka.high_watermark)
         self._agreed = 0
         self._unreachable_since: float | None = None  # when planning last found the broker not answering
+        self._held_until = 0.0  # no batch of events before this time (SourceOptions.hold_s)
 
     # -- driver side: planning -------------------------------------------------------------------------
 
@@ -352,6 +368,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             closing = max(begin.watermark, flush_at)
             return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
+        if time.time() < self._held_until:
+            return start  # the trigger interval of the last batch this source planned has not ended
         try:
             extents, unavailable = self._available_now or self.extents()
         except KafkaException as e:
@@ -365,6 +383,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         clocks, watermark, applied = self._event_time(begin, end, now)
         if end.positions == begin.positions and not end.gaps and watermark <= applied:
             return start  # nothing to read, and Spark has the watermark: no batch
+        if self.opts.hold_s:  # to the interval's end, as Spark's own trigger: a query's sources release together
+            self._held_until = (now // self.opts.hold_s + 1) * self.opts.hold_s
         initial = begin.positions if begin.new else None
         tails = self._tails(batch_ranges(begin, end)) if self.opts.clock_dir is not None else {}
         return replace(

@@ -54,6 +54,8 @@ STATE_STORES = {  # spec.state_store -> Spark's provider (kept in the checkpoint
     "memory": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
+# How often a running query's trigger fires (at most); its batches of events come at the spec's trigger_interval.
+TICK_S = 0.25
 # The closing sentinel's event time: later than any real event's window, so every open window is emitted.
 CLOSING_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 
@@ -92,13 +94,21 @@ def fitted(spark: SparkSession, plan: DaggerPlan) -> SparkSession:
     return spark
 
 
+def quiet_falling_behind(spark: SparkSession) -> None:
+    """Spark warns of each batch longer than its trigger's interval: with TICK_S, of nearly every batch, while the
+    interval that matters is the spec's (the source holds events to it)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    executor = "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(executor, jvm.org.apache.logging.log4j.Level.ERROR)
+
+
 def _prepare(spark: SparkSession) -> None:
     """What every dagger query needs in its session: the Kafka source and the UDFs (re-registering is harmless)."""
     spark.dataSource.register(KafkaProtoSource)
     register_udfs(spark)
 
 
-def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> SourceOptions:
+def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, hold_s: float = 0.0) -> SourceOptions:
     micros = None if flush_at is None else int(flush_at.timestamp() * 1_000_000)
     sp = plan.streams[i]
     clock_dir = str((plan.checkpoint / "event_time" / str(i)).absolute())
@@ -117,15 +127,19 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None) -> Sour
         plan.late_rule,
         secrets,
         plan.spec.parallelism,
+        hold_s,
     )
 
 
-def streaming_frame(spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None) -> DataFrame:
+def streaming_frame(
+    spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None, hold_s: float = 0.0
+) -> DataFrame:
+    """`hold_s`: each source plans a batch of events at most this often (SourceOptions.hold_s)."""
     _prepare(spark)
     log.info("start: source and UDFs registered")
     delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
     for i, sp in enumerate(plan.streams):
-        opts = _source_options(plan, i, flush_at)
+        opts = _source_options(plan, i, flush_at, hold_s)
         df = spark.readStream.format(FORMAT).option("dagger", opts.to_option()).load()
         log.info("start: stream %s loaded (the source's schema)", sp.table)
         # Spark's watermark is the source's own (the minimum over partitions, jobs/engine/event_time.py), carried by one
@@ -219,10 +233,11 @@ def run(
         single = plan.query.stateful_operators <= 1
         spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false" if single else "true")
         flush_at = None if closing_after is None else CLOSING_TIME
+        interval = spec.trigger_interval.total_seconds()
         if planners is not None:
             planners.wait(WARM_SCHEMA_WAIT_S)
         writer = (
-            streaming_frame(spark, plan, flush_at)
+            streaming_frame(spark, plan, flush_at, 0.0 if once or flush_at else interval)
             .writeStream.queryName(f"{spec.team}.{spec.name}".replace("-", "_"))
             .outputMode(plan.output_mode)
             .foreachBatch(write_batch)
@@ -232,7 +247,10 @@ def run(
         if once:
             writer = writer.trigger(availableNow=True)
         else:
-            writer = writer.trigger(processingTime=f"{int(spec.trigger_interval.total_seconds() * 1000)} milliseconds")
+            # Spark runs the batch that emits what a watermark closed (no events: Spark's own) at its next trigger:
+            # the query ticks every TICK_S, and the sources hold events back for the spec's interval (hold_s).
+            writer = writer.trigger(processingTime=f"{int(min(interval, TICK_S) * 1000)} milliseconds")
+            quiet_falling_behind(spark)
         query = writer.start()
         log.info("start: query started")
         return query
