@@ -88,8 +88,9 @@ class SourceOptions:
     late_rule: WindowRule | None = None  # tells the events the watermark makes late; None: Spark drops them
     secrets_file: str | None = None  # the team's secrets (odin/teams/secrets.py): e.g. `kafka.password_env`'s value
     tasks: int = 1  # read tasks per batch at most: the dagger's parallelism (jobs/engine/offsets.py task_groups)
-    # At most one batch of events per this many seconds (the spec's trigger_interval) while the query's own trigger
-    # ticks faster, so the batch that emits what a watermark closed runs at once (jobs/engine/runner.py); 0: no hold
+    # The brokers are asked for new events once per interval of this many seconds (the spec's trigger_interval), as
+    # Spark's trigger did, while the query's own trigger ticks faster, so that the batch that emits what a watermark
+    # closed runs at once (jobs/engine/runner.py); 0: at every trigger
     hold_s: float = 0.0
 
     def to_option(self) -> str:
@@ -291,7 +292,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._probe: bool | None = {"reported": False, "probe": True}.get(self.stream.kafka.high_watermark)
         self._agreed = 0
         self._unreachable_since: float | None = None  # when planning last found the broker not answering
-        self._held_until = 0.0  # no batch of events before this time (SourceOptions.hold_s)
+        self._held_until = 0.0  # the brokers are not asked again before this time (SourceOptions.hold_s)
 
     # -- driver side: planning -------------------------------------------------------------------------
 
@@ -368,8 +369,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             closing = max(begin.watermark, flush_at)
             return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
-        if time.time() < self._held_until:
-            return start  # the trigger interval of the last batch this source planned has not ended
+        asked = time.time()
+        if asked < self._held_until:
+            return start  # the brokers were asked in this trigger interval already
+        if self.opts.hold_s:  # to the interval's end, as Spark's own trigger: a query's sources release together
+            self._held_until = (asked // self.opts.hold_s + 1) * self.opts.hold_s
         try:
             extents, unavailable = self._available_now or self.extents()
         except KafkaException as e:
@@ -383,8 +387,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         clocks, watermark, applied = self._event_time(begin, end, now)
         if end.positions == begin.positions and not end.gaps and watermark <= applied:
             return start  # nothing to read, and Spark has the watermark: no batch
-        if self.opts.hold_s:  # to the interval's end, as Spark's own trigger: a query's sources release together
-            self._held_until = (now // self.opts.hold_s + 1) * self.opts.hold_s
         initial = begin.positions if begin.new else None
         tails = self._tails(batch_ranges(begin, end)) if self.opts.clock_dir is not None else {}
         return replace(
