@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 from daggers.events import booking_log_pb2
 from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.message import Message
 
 from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, EventTime, find_message
 from odin.traffic.generator import booking_logs
@@ -79,18 +81,23 @@ def test_bad_payloads_and_missing_event_times_are_errors_not_rows() -> None:
     assert decoded.batch.column("status").to_pylist()[0] == booking_log_pb2.BookingStatus.Name(good[0].status)
 
 
-def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> None:
+def clicks(tmp_path: Path) -> tuple[Descriptor, type[Message]]:
+    """A message whose event time may be a nested Timestamp or epoch milliseconds, seconds or fractional seconds."""
     proto = tmp_path / "clicks.proto"
     proto.write_text(
         'syntax = "proto3";\npackage t;\nimport "google/protobuf/timestamp.proto";\n'
         "message Meta { google.protobuf.Timestamp at = 1; }\n"
-        "message Click { string id = 1; Meta meta = 2; int64 at_ms = 3; int64 at_s = 4; }\n"
+        "message Click { string id = 1; Meta meta = 2; int64 at_ms = 3; int64 at_s = 4; double at_f = 5; }\n"
     )
     desc = find_message("t.Click", [proto])
-    cls = Decoder(desc, "meta.at").cls
-    clicks = [cls(id="a", at_ms=1_700_000_000_123, at_s=1_700_000_000), cls(id="b")]
-    clicks[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
-    payloads = [c.SerializeToString() for c in clicks]
+    return desc, Decoder(desc, "meta.at").cls
+
+
+def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> None:
+    desc, cls = clicks(tmp_path)
+    events = [cls(id="a", at_ms=1_700_000_000_123, at_s=1_700_000_000), cls(id="b")]
+    events[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
+    payloads = [c.SerializeToString() for c in events]
     expect = {
         "meta.at": datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC),
         "at_ms": datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=UTC),
@@ -105,22 +112,15 @@ def test_event_time_from_a_nested_timestamp_or_epoch_numbers(tmp_path: Path) -> 
 def test_the_planners_event_time_of_one_payload_is_the_decoders(tmp_path: Path) -> None:
     """The source's planner reads one event per partition with EventTime rather than a Decoder: the same time for
     every payload, and none where the decoder finds an error."""
-    proto = tmp_path / "clicks.proto"
-    proto.write_text(
-        'syntax = "proto3";\npackage t;\nimport "google/protobuf/timestamp.proto";\n'
-        "message Meta { google.protobuf.Timestamp at = 1; }\n"
-        "message Click { string id = 1; Meta meta = 2; int64 at_ms = 3; int64 at_s = 4; double at_f = 5; }\n"
-    )
-    desc = find_message("t.Click", [proto])
-    cls = Decoder(desc, "meta.at").cls
-    clicks = [
+    desc, cls = clicks(tmp_path)
+    events = [
         cls(id="a", at_ms=1_700_000_000_123, at_s=1_700_000_000, at_f=1_700_000_000.25),
         cls(id="b"),
         cls(id="c", meta={}),
         cls(id="d", at_ms=99_999_999_999, at_s=-5, at_f=100_000_000_001.5),
     ]
-    clicks[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
-    payloads = [c.SerializeToString() for c in clicks] + [b"\xff\xff not protobuf", None]
+    events[0].meta.at.FromMicroseconds(1_700_000_000_123_456)
+    payloads = [c.SerializeToString() for c in events] + [b"\xff\xff not protobuf", None]
     for field in ("meta.at", "at_ms", "at_s", "at_f"):
         decoder, reader = Decoder(desc, field, ["id"]), EventTime(desc, field)
         assert [reader.micros(p) for p in payloads] == [decoder.decode([p]).latest for p in payloads], field
