@@ -362,6 +362,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._available_now = self.extents()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        asked = time.time()
+        if asked < self._held_until:  # first: a query that ticks every TICK_S asks this four times a second
+            return start  # the brokers were asked in this trigger interval already
         begin = SourceOffset.from_json(start)
         flush_at = self.opts.flush_at_micros
         if flush_at is not None:  # `--once` closing every window (on a copy of the checkpoint): one sentinel, no events
@@ -369,9 +372,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             closing = max(begin.watermark, flush_at)
             return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
-        asked = time.time()
-        if asked < self._held_until:
-            return start  # the brokers were asked in this trigger interval already
         if self.opts.hold_s:  # to the interval's end, as Spark's own trigger: a query's sources release together
             self._held_until = (asked // self.opts.hold_s + 1) * self.opts.hold_s
         try:
