@@ -36,6 +36,7 @@ LATE = "__late"  # late events a sentinel row stands for: sent to the dead-lette
 WATERMARK = "__watermark"  # set on one sentinel row when the stream's watermark moves: Spark's watermark column
 INTERNAL = (SENTINEL, EVENTS, LATE, WATERMARK)  # columns after `rowtime` that only the engine reads
 ARROW_TS = pa.timestamp("us", tz="UTC")
+EPOCH_MS_ABOVE = 100_000_000_000  # an epoch number event time above this is milliseconds (year 5138 in seconds)
 WRAPPERS = {f"google.protobuf.{n}Value" for n in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool")}
 WRAPPERS |= {"google.protobuf.StringValue", "google.protobuf.BytesValue"}
 
@@ -188,7 +189,7 @@ class EventTime:
         if pa.types.is_timestamp(value.type):
             return int(value.value) or None
         epoch = float(value.as_py())
-        return int(epoch * 1000 if epoch > 100_000_000_000 else epoch * 1_000_000) or None
+        return int(epoch * 1000 if epoch > EPOCH_MS_ABOVE else epoch * 1_000_000) or None
 
 
 @dataclass
@@ -283,7 +284,7 @@ class Decoder:
         if pa.types.is_timestamp(values.type):
             return values.cast(pa.int64()).fill_null(0).to_numpy()
         epoch = values.cast(pa.float64()).fill_null(0).to_numpy()
-        return np.where(epoch > 100_000_000_000, epoch * 1000, epoch * 1_000_000).astype(np.int64)  # ms vs s
+        return np.where(epoch > EPOCH_MS_ABOVE, epoch * 1000, epoch * 1_000_000).astype(np.int64)  # ms vs s
 
     def _convert(self, payloads: Sequence[bytes | None]) -> tuple[pa.RecordBatch, list[int], list[tuple[int, str]]]:
         """ptars' batch of the payloads that parse, their indexes in `payloads`, and the ones that do not."""
