@@ -134,7 +134,7 @@ def _source_options(plan: DaggerPlan, i: int, flush_at: datetime | None, hold_s:
 def streaming_frame(
     spark: SparkSession, plan: DaggerPlan, flush_at: datetime | None = None, hold_s: float = 0.0
 ) -> DataFrame:
-    """`hold_s`: each source plans a batch of events at most this often (SourceOptions.hold_s)."""
+    """`hold_s`: each source asks its brokers for new events at most once per this many seconds (SourceOptions)."""
     _prepare(spark)
     log.info("start: source and UDFs registered")
     delay_ms = int(plan.spec.watermark_delay.total_seconds() * 1000)
@@ -272,23 +272,31 @@ def run(
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
+
+        def take_progress() -> bool:
+            """Account for the batches reported since the last look; whether there was one."""
+            new = False
+            for p in q.recentProgress:
+                key = (p["runId"], p["batchId"])
+                if key in seen:
+                    continue
+                if not seen:
+                    took = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in sorted(p.get("durationMs", {}).items()))
+                    log.info("start: first progress, batch %s: %d events (%s)", p["batchId"], event_rows(p), took)
+                seen.add(key)
+                if not closing:  # a closing run reads no event and its batches are not the checkpoint's
+                    _account(result, p)
+                    telemetry.record(p, sink.attempts_failed)
+                if on_progress:
+                    on_progress(p, sink.attempts_failed)
+                new = True
+            return new
+
         beat = time.monotonic()
         try:
             while q.isActive and not stop["requested"] and not drain["requested"]:
                 q.awaitTermination(0.5)
-                for p in q.recentProgress:
-                    key = (p["runId"], p["batchId"])
-                    if key in seen:
-                        continue
-                    if not seen:
-                        took = ", ".join(f"{k} {v / 1000:.1f} s" for k, v in sorted(p.get("durationMs", {}).items()))
-                        log.info("start: first progress, batch %s: %d events (%s)", p["batchId"], event_rows(p), took)
-                    seen.add(key)
-                    if not closing:  # a closing run reads no event and its batches are not the checkpoint's
-                        _account(result, p)
-                        telemetry.record(p, sink.attempts_failed)
-                    if on_progress:
-                        on_progress(p, sink.attempts_failed)
+                if take_progress():
                     beat = time.monotonic()
                 # Only between triggers: a batch hung in its sink or an executor reports no progress either, and
                 # a beat then would hide the stall from health. Checked last: the status is a call into the JVM.
@@ -313,6 +321,9 @@ def run(
             with contextlib.suppress(Exception if result.stopped else ()):
                 if q.isActive:  # stop after the current batch; on our own error, never leave the query running
                     q.stop()
+                # A batch that ended since the last look (a drain or stop asked meanwhile) is committed: the next
+                # run starts after it, so its events are counted here or nowhere.
+                take_progress()
             for s, h in previous.items():
                 signal.signal(s, h)
 
