@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import (
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -29,6 +30,8 @@ from odin.models import (
     format_errors,
     read_mapping,
 )
+
+MIN_TRIGGER_INTERVAL = timedelta(seconds=1)
 
 
 class KafkaSettings(Model):
@@ -241,7 +244,9 @@ class DaggerSpec(Model):
     streams: list[StreamSpec] = Field(min_length=1, max_length=2, description="The streams the SQL reads, as tables.")
     sql: str = Field(min_length=1, description="Dagger SQL (Flink-style TUMBLE/HOP) or Spark SQL.")
     watermark_delay: Duration = Field(timedelta(seconds=60), description="How late an event may be.")
-    trigger_interval: Duration = Field(timedelta(seconds=10), description="Micro-batch interval.")
+    trigger_interval: Duration = Field(
+        timedelta(seconds=10), description="How often the dagger looks for new events (a micro-batch), at least 1s."
+    )
     parallelism: int = Field(2, ge=1, le=256, description="Spark tasks per stage (shuffle partitions).")
     state_store: Literal["memory", "rocksdb"] = Field(
         "memory",
@@ -253,6 +258,17 @@ class DaggerSpec(Model):
     telemetry_url: str | None = Field(
         None, description="InfluxDB-compatible URL (e.g. VictoriaMetrics) for `dagger_metrics`; unset: log only."
     )
+
+    @field_validator("trigger_interval")
+    @classmethod
+    def _trigger_at_most_every_second(cls, v: timedelta) -> timedelta:
+        # Each trigger may ask the stream's brokers for their offsets, and every team's daggers share them.
+        if v < MIN_TRIGGER_INTERVAL:
+            raise ValueError(
+                f"at least {MIN_TRIGGER_INTERVAL.total_seconds():g}s (each trigger may ask the stream's brokers, "
+                f"which other daggers share), got {v.total_seconds():g}s"
+            )
+        return v
 
     @model_validator(mode="after")
     def _unique_tables(self) -> DaggerSpec:

@@ -14,7 +14,7 @@ import pytest
 from jobs.engine.plan import plan_dagger
 from jobs.engine.source_stream import SourceKafka, SourceStream
 from jobs.engine.status import read_status, status_path
-from jobs.spec import parse_spec
+from jobs.spec import SpecError, parse_spec
 from jobs.sql import parse
 from odin.paths import REPO
 from tests.support.seeds import SURGE_SQL
@@ -94,3 +94,18 @@ def test_the_stream_crosses_into_sparks_processes_whole(tmp_path: Path) -> None:
     assert (seen.topics, seen.proto, seen.dead_letter_topic) == (("bookings",), stream.proto, "bookings.errors")
     assert (seen.idle_timeout, seen.kafka.outage_tolerance) == (stream.idle_timeout, stream.kafka.outage_tolerance)
     assert seen.kafka == SourceKafka(**{k: v for k, v in stream.kafka if k != "cluster"})  # all but the catalog name
+
+
+def test_a_trigger_interval_under_a_second_is_refused_naming_the_field() -> None:
+    """Each trigger may ask the stream's brokers for their offsets, and every team's daggers share them: a team's spec
+    cannot make its dagger ask many times a second."""
+    spec = {
+        "name": "fast",
+        "team": "tests",
+        "streams": [{"table": "booking", "topics": ["x"], "proto": "daggers.events.BookingLog"}],
+        "sql": SURGE_SQL,
+    }
+    for interval in ("10ms", "0s", 0.5):
+        with pytest.raises(SpecError, match=r"trigger_interval: .*at least 1s"):
+            parse_spec({**spec, "trigger_interval": interval})
+    assert parse_spec({**spec, "trigger_interval": "1s"}).trigger_interval.total_seconds() == 1
