@@ -459,6 +459,10 @@ def paced_produce(kafka: str, topic: str, rate: int, seconds: float, stop: threa
     return sent
 
 
+# How often the latency run looks for a new window in VictoriaMetrics: a window's latency is over-stated by up to this.
+LATENCY_POLL_S = 0.05
+
+
 def latency(spec: Path, kafka: str, vm: str, topic: str, rate: int, seconds: float) -> list[float]:
     dagger = yaml.safe_load(spec.read_text())
     checkpoint, metric = Path(dagger["checkpoint_dir"]), dagger["sink"]["measurement"]
@@ -485,7 +489,7 @@ def latency(spec: Path, kafka: str, vm: str, topic: str, rate: int, seconds: flo
                     if seen is not None:  # the first window seen may have opened before production started
                         samples.append(time.time() - newest)
                     seen = newest
-                time.sleep(0.25)
+                time.sleep(LATENCY_POLL_S)
         if proc.poll() is not None:
             raise SystemExit(f"the dagger exited during the latency run ({proc.returncode})")
     finally:
