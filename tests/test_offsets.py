@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jobs.engine.kafka_source import ASK_AFTER_BOUNDARY_S, next_ask
 from jobs.engine.offsets import (
     DataLossError,
     Extent,
@@ -123,3 +124,16 @@ def test_a_batch_s_ranges_are_read_in_at_most_as_many_tasks_as_the_dagger_has(
     if loads:  # no task reads more than the fair share plus one range (the greedy longest-first bound)
         assert max(loads) <= sum(loads) / len(groups) + max(sizes.values())
     assert task_groups(dict(reversed(list(ranges.items()))), tasks) == groups  # the same batch, the same tasks
+
+
+@given(st.floats(1.7e9, 2.0e9), st.integers(1, 3600))
+def test_a_window_closed_at_a_boundary_is_read_after_it_not_an_interval_later(asked: float, interval: int) -> None:
+    """The brokers are asked once per trigger interval, just after each boundary (a multiple of the interval, where
+    whole-second windows and delays close): an event that closes a window a moment after a boundary is read in that
+    interval's batch. Asked at the boundary itself, it waited for the next, a whole interval later."""
+    then = next_ask(asked, interval)
+    assert asked < then <= asked + interval  # once per interval, never longer
+    boundary = then - ASK_AFTER_BOUNDARY_S
+    assert boundary / interval == pytest.approx(round(boundary / interval), abs=1e-6)
+    closing = boundary + 0.05  # the first event past a window's end + delay, on the brokers
+    assert closing < then < closing + 1  # read at the next ask, within the second

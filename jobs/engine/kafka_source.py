@@ -180,6 +180,19 @@ RANGE_FETCH_WAIT_MS = 500
 GIVE_UP_ON_CONNECTION_MS = 10_000  # ample for TCP, TLS and SASL to a remote cluster, and for any request
 
 
+# The brokers are asked this long after each boundary of the spec's interval, not at it. Window ends and watermark
+# delays are whole seconds, so a window closes at a boundary, and the first event past it (of the many, the one with
+# the least lag) reaches the brokers just after: asked at the boundary, it waited a whole interval for the next ask.
+# With the query's tick (jobs/engine/runner.py TICK_S) the ask comes at the first tick past this.
+ASK_AFTER_BOUNDARY_S = 0.2
+
+
+def next_ask(asked: float, interval: float) -> float:
+    """When a source that asked its brokers at `asked` (s since the epoch) asks them next: ASK_AFTER_BOUNDARY_S past
+    the next multiple of `interval`. The same times for every source of a query: their events come in one batch."""
+    return ((asked - ASK_AFTER_BOUNDARY_S) // interval + 1) * interval + ASK_AFTER_BOUNDARY_S
+
+
 def range_reader_config(stream: SourceStream, topic: str) -> dict[str, Any]:
     """librdkafka settings of the consumer that reads a planned range of `topic`."""
     return kafka_config(
@@ -372,8 +385,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             closing = max(begin.watermark, flush_at)
             return SourceOffset(begin.positions, flush=flush_at, clocks=begin.clocks, watermark=closing).to_json()
-        if self.opts.hold_s:  # to the interval's end, as Spark's own trigger: a query's sources release together
-            self._held_until = (asked // self.opts.hold_s + 1) * self.opts.hold_s
+        if self.opts.hold_s:
+            self._held_until = next_ask(asked, self.opts.hold_s)
         try:
             extents, unavailable = self._available_now or self.extents()
         except KafkaException as e:
