@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 from py4j.protocol import Py4JJavaError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
-from jobs.engine.offsets import DataLossError
+from jobs.engine.offsets import DataLossError, SourceOffset
 from jobs.engine.plan import plan_dagger
 from jobs.engine.runner import preview
 from jobs.engine.session import broken_by_signal, root_cause
@@ -488,3 +488,31 @@ def test_the_windows_a_batch_closes_are_written_at_once_not_a_trigger_interval_l
     assert emitted_after_s < 30, emitted_after_s
     rows, truth = surge_rows(out), surge_truth(events)
     assert rows and all(truth[k] == n for k, n in rows.items())  # the closed windows, whole
+
+
+def test_a_watermark_that_closes_no_window_runs_no_batch_of_its_own(services: Services, tmp_path: Path) -> None:
+    """Spark runs a batch without events after each move of its watermark (to evict what it closed). A query that
+    ticks fast ran one after nearly every batch of events, though a window closes once in many. The source gives
+    Spark its watermark in whole windows: here every event is in one minute's window, which no batch closes, and
+    the watermark moves once, at the first batch: six batches of events, at most one without."""
+    topic = new_topic(services, partitions=2)
+    start = START + timedelta(seconds=15)  # 30 s of event time inside one 60 s window; the delay is 10 s
+    produce(services.kafka_bootstrap, topic, booking_logs(3_000, seed=84, start=start, rate=100), partitions=2)
+    spec = surge_spec(services, topic, {"type": "log", "path": str(tmp_path / "out.jsonl")})
+    spec["streams"][0]["kafka"]["max_events_per_trigger"] = 500  # a batch of events a second
+    offsets = tmp_path / "checkpoint" / "offsets"
+
+    def positions() -> list[int]:  # the events read by the end of each batch, in batch order
+        ids = sorted(int(f.name) for f in offsets.glob("[0-9]*")) if offsets.is_dir() else []
+        lines = [(offsets / str(i)).read_text().splitlines()[2] for i in ids]
+        return [sum(SourceOffset.from_json(line).positions.values()) for line in lines]
+
+    with running(spec_file(spec, tmp_path), tmp_path / "run.log", until=""):
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and 3_000 not in positions():
+            time.sleep(0.5)
+        assert 3_000 in positions(), (tmp_path / "run.log").read_text()[-3000:]
+        time.sleep(3)  # a batch without events would follow within a tick (0.25 s)
+        read = positions()
+    with_events = sum(1 for before, after in zip([0, *read], read, strict=False) if after > before)
+    assert with_events >= 6 and len(read) - with_events <= 1, read

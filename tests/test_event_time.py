@@ -177,3 +177,23 @@ def test_the_bound_counts_the_other_ranges_last_events_as_planned() -> None:
     limits = bounds(clocks, 0, NOW, DELAY, IDLE, {P[0]: 300 * S, P[1]: 200 * S})
     assert limits[P[0]].marker(310 * S) == 140 * S and limits[P[1]].marker(205 * S) == 145 * S
     assert bounds(clocks, 0, NOW, DELAY, IDLE, {P[0]: 300 * S})[P[0]].marker(310 * S) == 0  # P[1] unknown: held
+
+
+@given(
+    st.sampled_from(
+        [WindowRule("tumble", 60 * S), WindowRule("hop", 60 * S, 20 * S), WindowRule("hop", 10 * S, 4 * S)]
+    ),
+    st.integers(0, 4_000_000_000 * S),
+    st.lists(st.integers(0, 4_000_000_000 * S), min_size=1, max_size=50),
+)
+def test_spark_is_given_the_watermark_at_the_last_window_end_it_passed(
+    rule: WindowRule, watermark: int, rowtimes: list[int]
+) -> None:
+    """The same windows closed, the same events late, and a watermark that moves only when a window closes: Spark
+    runs a batch without events for every move of its watermark."""
+    settled = rule.settled(watermark)
+    times = np.array(rowtimes, np.int64)
+    assert settled <= watermark and rule.closed(times, settled).tolist() == rule.closed(times, watermark).tolist()
+    assert (settled - rule.size) % (rule.slide or rule.size) == 0  # a window's end
+    assert rule.settled(settled) == settled and rule.settled(settled - 1) < settled  # moves only at window ends
+    assert WindowRule("session", 30 * S).settled(watermark) == watermark  # any move may end a session

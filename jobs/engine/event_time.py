@@ -201,3 +201,14 @@ class WindowRule:
 
     def closed(self, rowtimes: npt.NDArray[np.int64], watermark: int) -> npt.NDArray[np.bool_]:
         return self.last_end(rowtimes) <= watermark
+
+    def settled(self, watermark: int) -> int:
+        """The latest window end at or before `watermark`, the watermark Spark is given: it closes the same windows
+        (those Spark evicts, and whose events it drops), and it moves only when one closes. Spark runs a batch without
+        events for every move of its watermark, to evict: one after nearly every batch of a query that ticks fast
+        (jobs/engine/runner.py TICK_S), where a window closes once in many batches. A session ends where its last
+        event says: any move may close one."""
+        if self.kind == "session":
+            return watermark
+        step = self.slide or self.size
+        return watermark - (watermark - self.size) % step
