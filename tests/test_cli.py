@@ -32,6 +32,7 @@ from jobs.engine.runner import preview
 from jobs.engine.session import broken_by_signal, root_cause
 from jobs.sinks import SinkError
 from jobs.spec import parse_spec
+from odin.apis import victoria
 from odin.paths import BIN_DIR
 from odin.registry import Registry
 from odin.teams.actor import login
@@ -494,12 +495,14 @@ def test_a_watermark_that_closes_no_window_runs_no_batch_of_its_own(services: Se
     """Spark runs a batch without events after each move of its watermark (to evict what it closed). A query that
     ticks fast ran one after nearly every batch of events, though a window closes once in many. The source gives
     Spark its watermark in whole windows: here every event is in one minute's window, which no batch closes, and
-    the watermark moves once, at the first batch: six batches of events, at most one without."""
+    the watermark moves once, at the first batch: six batches of events, at most one without. The watermark the
+    dagger reports is still the stream's own, not the window's end Spark is given."""
     topic = new_topic(services, partitions=2)
     start = START + timedelta(seconds=15)  # 30 s of event time inside one 60 s window; the delay is 10 s
     produce(services.kafka_bootstrap, topic, booking_logs(3_000, seed=84, start=start, rate=100), partitions=2)
     spec = surge_spec(services, topic, {"type": "log", "path": str(tmp_path / "out.jsonl")})
     spec["streams"][0]["kafka"]["max_events_per_trigger"] = 500  # a batch of events a second
+    spec["telemetry_url"] = services.victoria_metrics_url
     offsets = tmp_path / "checkpoint" / "offsets"
 
     def positions() -> list[int]:  # the events read by the end of each batch, in batch order
@@ -516,3 +519,11 @@ def test_a_watermark_that_closes_no_window_runs_no_batch_of_its_own(services: Se
         read = positions()
     with_events = sum(1 for before, after in zip([0, *read], read, strict=False) if after > before)
     assert with_events >= 6 and len(read) - with_events <= 1, read
+    victoria.flush(services.victoria_metrics_url)
+    reported = victoria.query(
+        services.victoria_metrics_url,
+        f'max(max_over_time(dagger_metrics_watermark_ms{{dagger="tests.{spec["name"]}"}}[1y]))',
+    )
+    # the last events' time (start + 30 s) less the delay (10 s), as the batch was planned (a batch, 5 s of events,
+    # behind): not the start of the window Spark is given, 08:00:00
+    assert reported is not None and reported / 1000 >= (start + timedelta(seconds=15)).timestamp() - 1, reported

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -100,9 +100,16 @@ def malformed_and_lost(progress: dict[str, Any]) -> tuple[int, int]:
 
 
 def watermark(progress: dict[str, Any]) -> datetime | None:
-    """The query's event-time watermark as the batch left it (None before the first event)."""
+    """The query's event-time watermark as the batch left it (None before the first event): Spark's, or its
+    streams' own (the least of them) when later. A windowed query's source gives Spark the watermark in whole windows
+    (jobs/engine/event_time.py WindowRule.settled); how far events are behind is measured against the stream's."""
     mark = (progress.get("eventTime") or {}).get("watermark")
-    return datetime.fromisoformat(mark.replace("Z", "+00:00")) if mark else None
+    at = datetime.fromisoformat(mark.replace("Z", "+00:00")) if mark else None
+    streams = [end.watermark for _, end in _batches(progress)]
+    if streams and min(streams) > 0:
+        own = datetime.fromtimestamp(min(streams) / 1e6, UTC)
+        at = own if at is None else max(at, own)
+    return at
 
 
 def progress_points(dagger: str, progress: dict[str, Any], sink_errors: int = 0, team: str | None = None) -> list[str]:

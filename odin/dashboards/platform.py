@@ -76,8 +76,7 @@ DAGGER_METRICS = Dashboard(
         ),
         Panel(
             "Watermark delay",
-            "How far the event-time watermark trails the wall clock. A windowed query's moves a window at a time (the "
-            "end of the last window it closed): between the delay and the delay plus a window.",
+            "How far the event-time watermark trails the wall clock: windows close this late, plus the window.",
             (query("time() - max by (dagger) ({s}) / 1000", "{{dagger}}", s=_metrics("watermark_ms")),),
             unit="s",
         ),
