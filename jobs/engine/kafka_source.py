@@ -193,6 +193,11 @@ def next_ask(asked: float, interval: float) -> float:
     return ((asked - ASK_AFTER_BOUNDARY_S) // interval + 1) * interval + ASK_AFTER_BOUNDARY_S
 
 
+def for_spark(rule: WindowRule | None, watermark: int) -> int:
+    """The watermark as Spark is given it: in whole windows (WindowRule.settled) when the reader knows the query's."""
+    return watermark if rule is None else rule.settled(watermark)
+
+
 def range_reader_config(stream: SourceStream, topic: str) -> dict[str, Any]:
     """librdkafka settings of the consumer that reads a planned range of `topic`."""
     return kafka_config(
@@ -398,7 +403,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = plan_batch(begin, extents, unavailable, max_rows, self.stream.kafka.fail_on_data_loss)
         now = time.time()
         clocks, watermark, applied = self._event_time(begin, end, now)
-        if end.positions == begin.positions and not end.gaps and self._settled(watermark) <= self._settled(applied):
+        rule = self.opts.late_rule
+        if end.positions == begin.positions and not end.gaps and for_spark(rule, watermark) <= for_spark(rule, applied):
             return start  # nothing to read, and Spark has the watermark: no batch
         initial = begin.positions if begin.new else None
         tails = self._tails(batch_ranges(begin, end)) if self.opts.clock_dir is not None else {}
@@ -455,11 +461,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.stream.idle_timeout.total_seconds(),
         )
 
-    def _settled(self, watermark: int) -> int:
-        """The watermark as Spark is given it (WindowRule.settled), when the reader knows the query's windows."""
-        rule = self.opts.late_rule
-        return watermark if rule is None else rule.settled(watermark)
-
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = SourceOffset.from_json(start), SourceOffset.from_json(end)
         # All from the offsets, so a replayed batch is the same.
@@ -470,10 +471,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for group in task_groups(ranges, self.opts.tasks):
             reads = [RangePartition(p.topic, p.partition, *ranges[p], last.applied, limits.get(p)) for p in group]
             parts.append(reads[0] if len(reads) == 1 else RangesPartition(reads))
+        given = for_spark(self.opts.late_rule, last.watermark)
         if last.flush > first.flush:
-            parts.append(SentinelPartition(last.flush, self._settled(last.watermark)))
-        elif not parts and self._settled(last.watermark) > self._settled(last.applied):  # moved without events (idle)
-            parts.append(SentinelPartition(last.watermark, self._settled(last.watermark)))
+            parts.append(SentinelPartition(last.flush, given))
+        elif not parts and given > for_spark(self.opts.late_rule, last.applied):  # moved without events (idleness)
+            parts.append(SentinelPartition(last.watermark, given))
         return parts
 
     def commit(self, end: dict) -> None:
@@ -672,8 +674,7 @@ def read_range(
             yield from decode(pending)
         dlq.flush()
         if part.bound is not None:
-            marker = part.bound.marker(latest)
-            marker = marker if late_rule is None else late_rule.settled(marker)
+            marker = for_spark(late_rule, part.bound.marker(latest))
             if log is not None:
                 log.record(Partition(part.topic, part.partition), part.start, Record(part.end, latest, marker))
             yield decoder.sentinel(marker, watermark=marker)
