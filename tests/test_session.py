@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
+
+from jobs.engine.session import CHECKPOINT_FILES
 from odin.paths import REPO
 
 PROBE = """
@@ -52,3 +57,26 @@ def test_sparks_lookup_of_installed_python_data_sources_is_off(tmp_path: Path) -
     assert run.returncode == 0, run.stderr[-3000:]
     expected = ["workers import: probe", "not found", "environment: None"]
     assert run.stdout.splitlines() == expected, run.stdout + run.stderr[-3000:]
+
+
+def test_checkpoint_files_are_written_by_rename_without_overwriting(spark: SparkSession, tmp_path: Path) -> None:
+    """A dagger's checkpoint (offset and commit logs, state deltas) is written through the file system's own rename
+    (session.CHECKPOINT_FILES): Hadoop's FileContext asked a shell command for each rename's file status, a process
+    forked per file, tens of ms on every batch's path. What exactness relies on holds: a file appears whole, and a
+    second writer of the same batch fails instead of replacing it."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    managers = getattr(jvm.org.apache.spark.sql.execution.streaming.checkpointing, "CheckpointFileManager$")
+    hadoop = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[attr-defined]
+    files = managers.__getattr__("MODULE$").create(jvm.org.apache.hadoop.fs.Path(str(tmp_path)), hadoop)
+    assert files.getClass().getName() == CHECKPOINT_FILES
+
+    batch = jvm.org.apache.hadoop.fs.Path(str(tmp_path / "0"))
+    first = files.createAtomic(batch, False)
+    first.write(b"v1\n{}")
+    assert not (tmp_path / "0").exists()  # not until it is closed
+    first.close()
+    second = files.createAtomic(batch, False)
+    second.write(b"v1\n{another}")
+    with pytest.raises(Py4JJavaError, match="FileAlreadyExists|already exists"):
+        second.close()
+    assert (tmp_path / "0").read_bytes() == b"v1\n{}"
