@@ -77,6 +77,6 @@ def test_checkpoint_files_are_written_by_rename_without_overwriting(spark: Spark
     first.close()
     second = files.createAtomic(batch, False)
     second.write(b"v1\n{another}")
-    with pytest.raises(Py4JJavaError, match="FileAlreadyExists|already exists"):
+    with pytest.raises(Py4JJavaError, match=r"FileAlreadyExists|already exists"):
         second.close()
     assert (tmp_path / "0").read_bytes() == b"v1\n{}"

@@ -420,23 +420,28 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ).to_json()
 
     def _tails(self, ranges: dict[Partition, tuple[int, int]]) -> dict[Partition, int]:
-        """The event time of each range's last event (when it has one): fetched, one event per partition."""
+        """The event time of each range's last event (when it has one): fetched, one event per partition, from all
+        partitions at once (one fetch from each broker, not one per partition)."""
         out: dict[Partition, int] = {}
         event_time = self.opts.event_time()
+        last = {p: stop - 1 for p, (_, stop) in ranges.items()}
         c = self.consumer
-        for p, (_, stop) in ranges.items():
-            c.assign([TopicPartition(p.topic, p.partition, stop - 1)])
-            try:
-                deadline = time.monotonic() + 1.0
-                while time.monotonic() < deadline:
-                    msgs = [m for m in c.consume(1, timeout=PROBE_POLL_S) if m.error() is None]
-                    if msgs:  # a later offset: the last one is a transaction marker
-                        latest = event_time.micros(msgs[0].value()) if msgs[0].offset() == stop - 1 else None
+        c.assign([TopicPartition(p.topic, p.partition, offset) for p, offset in last.items()])
+        try:
+            pending = set(last)
+            deadline = time.monotonic() + 1.0
+            while pending and time.monotonic() < deadline:
+                for m in c.consume(len(pending), timeout=PROBE_POLL_S):
+                    p = Partition(m.topic(), m.partition())
+                    if m.error() is not None or p not in pending:
+                        continue
+                    pending.discard(p)
+                    if m.offset() == last[p]:  # a later offset: the last one is a transaction marker
+                        latest = event_time.micros(m.value())
                         if latest is not None:
                             out[p] = latest
-                        break
-            finally:
-                c.unassign()
+        finally:
+            c.unassign()
         return out
 
     def _event_time(
