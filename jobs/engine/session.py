@@ -72,10 +72,9 @@ JVM_ENVIRONMENT = {"PYSPARK_DRIVER_PYTHON": "no-python-data-source-lookup"}
 OBJECT_AGGREGATION_GROUPS = 65_536
 # How checkpoint files (offset and commit logs, state deltas) are written: a temporary file renamed into place by the
 # file system. Spark's default goes through Hadoop's FileContext, whose local file system forks a shell command
-# (`readlink`) for the status of each file it renames: three or more processes per batch on its path, 40-50 ms each
-# on this machine (a 20,000 events/s batch 810 -> 594 ms, the offset log's write 44 -> 11 ms, a state commit 55 -> 2
-# ms). A dagger's checkpoint is always a local path (jobs/spec.py), where rename(2) is atomic; a second writer of a
-# batch still fails (tests/test_session.py).
+# (`readlink`) for the status of each file it renames, on every batch's path: a 20,000 events/s batch 810 -> 635 ms,
+# the offset log's write 44 -> 11 ms (docs/decisions.md). A dagger's checkpoint is always a local path (jobs/spec.py),
+# where rename(2) is atomic; a second writer of a batch's file is still refused (tests/test_session.py).
 CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 
 
