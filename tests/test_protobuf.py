@@ -59,6 +59,18 @@ def test_only_the_columns_asked_for_are_decoded() -> None:
     assert batch.column("lat").to_pylist() == [e.lat for e in events]
 
 
+def test_fields_the_query_does_not_read_are_skipped_as_unknown_fields() -> None:
+    """ptars decodes only the fields a dagger's query reads (its share of a read task's CPU 0.15-0.17 -> 0.06 s per
+    250k surge events): the others are skipped as protobuf skips fields a schema does not know, so an event whose
+    unread field is malformed reaches the query; read, the same field makes the event an error as before."""
+    event = next(iter(booking_logs(1, seed=2)))
+    # a valid event, then field 10 (pickup_location, a Location) again, its bytes no Location parses
+    payload = event.SerializeToString() + bytes([10 << 3 | 2, 2, 0xFF, 0xFF])
+    decoded = booking_decoder(["customer_id", "status"]).decode([payload])
+    assert decoded.errors == [] and decoded.batch.column("customer_id").to_pylist() == [event.customer_id]
+    assert [i for i, _ in booking_decoder(["customer_id", "pickup_location"]).decode([payload]).errors] == [0]
+
+
 def test_bad_payloads_and_missing_event_times_are_errors_not_rows() -> None:
     good = list(booking_logs(5, seed=2))
     no_time = booking_log_pb2.BookingLog(order_number="no-time")

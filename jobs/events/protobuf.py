@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from google.protobuf import message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
 from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import DecodeError, Message
 from ptars import HandlerPool, PtarsConfig
@@ -112,6 +112,53 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
 
 def field_names(desc: Descriptor) -> list[str]:
     return [f.name for f in desc.fields]
+
+
+def _keep_fields(message: descriptor_pb2.DescriptorProto, keep: set[str]) -> None:
+    fields = [descriptor_pb2.FieldDescriptorProto() for f in message.field if f.name in keep]
+    for copy, f in zip(fields, (f for f in message.field if f.name in keep), strict=True):
+        copy.CopyFrom(f)
+    used = sorted({f.oneof_index for f in fields if f.HasField("oneof_index")})  # a oneof without fields is invalid
+    oneofs = [descriptor_pb2.OneofDescriptorProto() for _ in used]
+    for copy, i in zip(oneofs, used, strict=True):
+        copy.CopyFrom(message.oneof_decl[i])
+    for f in fields:
+        if f.HasField("oneof_index"):
+            f.oneof_index = used.index(f.oneof_index)
+    del message.field[:], message.oneof_decl[:]
+    message.field.extend(fields)
+    message.oneof_decl.extend(oneofs)
+
+
+def projected(desc: Descriptor, keep: set[str]) -> Descriptor:
+    """`desc` with only its fields in `keep` (in a pool of its own): ptars then skips the other fields' bytes as
+    protobuf skips fields a schema does not know, without decoding them. `desc` itself when nothing is left out, or
+    when the pool refuses the projection (then every field is decoded, as before)."""
+    if set(field_names(desc)) <= keep:
+        return desc
+    pool, added = DescriptorPool(), set[str]()
+
+    def add(fd: FileDescriptor) -> None:  # dependencies first, each file once
+        if fd.name in added:
+            return
+        for dep in fd.dependencies:
+            add(dep)
+        proto = descriptor_pb2.FileDescriptorProto()
+        fd.CopyToProto(proto)
+        if fd.name == desc.file.name:
+            path = desc.full_name.removeprefix(f"{fd.package}.").split(".") if fd.package else desc.full_name.split(".")
+            message = next(m for m in proto.message_type if m.name == path[0])
+            for name in path[1:]:
+                message = next(m for m in message.nested_type if m.name == name)
+            _keep_fields(message, keep)
+        pool.Add(proto)
+        added.add(fd.name)
+
+    try:
+        add(desc.file)
+        return pool.FindMessageTypeByName(desc.full_name)
+    except (TypeError, ValueError, KeyError):
+        return desc
 
 
 # -- ptars' Arrow → the stream's Arrow: enum names, unsigned as Spark's long, every field nullable ----------------
@@ -226,10 +273,11 @@ class Decoder:
         self.desc = desc
         self.timestamp_path = timestamp_field.split(".")
         self._check_timestamp_field()
-        self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
         wanted = set(field_names(desc) if columns is None else columns)
         # Fields the reader's UDF calls read need decoding too, but reach Spark only if the query reads them.
         needed = wanted | {v for c in computed for kind, v in c.args if kind == "column"} | {p.column for p in filters}
+        decoded = projected(desc, needed | {self.timestamp_path[0]})
+        self.handler = HandlerPool([decoded.file], config=PTARS).get_for_message(decoded)
         self.filters = tuple(filters)
         self.conformers: dict[str, Conform] = {}
         self.emitted: list[str] = []
