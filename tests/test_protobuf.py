@@ -8,11 +8,11 @@ from typing import Any
 
 import pyarrow as pa
 from daggers.events import booking_log_pb2
-from google.protobuf import json_format, message_factory
+from google.protobuf import json_format, message_factory, struct_pb2
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, EventTime, find_message
+from jobs.events.protobuf import INTERNAL, ROWTIME, Decoder, EventTime, field_names, find_message, projected
 from odin.traffic.generator import booking_logs
 
 
@@ -69,6 +69,14 @@ def test_fields_the_query_does_not_read_are_skipped_as_unknown_fields() -> None:
     decoded = booking_decoder(["customer_id", "status"]).decode([payload])
     assert decoded.errors == [] and decoded.batch.column("customer_id").to_pylist() == [event.customer_id]
     assert [i for i, _ in booking_decoder(["customer_id", "pickup_location"]).decode([payload]).errors] == [0]
+
+
+def test_a_projection_keeps_the_oneofs_of_the_fields_it_keeps() -> None:
+    value = struct_pb2.Value.DESCRIPTOR  # oneof kind: null, number, string, bool, struct, list
+    kept = projected(value, {"bool_value", "list_value"})
+    assert field_names(kept) == ["bool_value", "list_value"]
+    assert [(o.name, [f.name for f in o.fields]) for o in kept.oneofs] == [("kind", ["bool_value", "list_value"])]
+    assert projected(value, set(field_names(value))) is value
 
 
 def test_bad_payloads_and_missing_event_times_are_errors_not_rows() -> None:

@@ -114,14 +114,16 @@ def field_names(desc: Descriptor) -> list[str]:
     return [f.name for f in desc.fields]
 
 
+def _copied(m: Message) -> Any:
+    copy = type(m)()
+    copy.CopyFrom(m)
+    return copy
+
+
 def _keep_fields(message: descriptor_pb2.DescriptorProto, keep: set[str]) -> None:
-    fields = [descriptor_pb2.FieldDescriptorProto() for f in message.field if f.name in keep]
-    for copy, f in zip(fields, (f for f in message.field if f.name in keep), strict=True):
-        copy.CopyFrom(f)
+    fields = [_copied(f) for f in message.field if f.name in keep]
     used = sorted({f.oneof_index for f in fields if f.HasField("oneof_index")})  # a oneof without fields is invalid
-    oneofs = [descriptor_pb2.OneofDescriptorProto() for _ in used]
-    for copy, i in zip(oneofs, used, strict=True):
-        copy.CopyFrom(message.oneof_decl[i])
+    oneofs = [_copied(message.oneof_decl[i]) for i in used]
     for f in fields:
         if f.HasField("oneof_index"):
             f.oneof_index = used.index(f.oneof_index)
@@ -219,7 +221,8 @@ class EventTime:
     what a Decoder builds for its batches: the source's planner reads the last event of each partition each batch,
     and a Decoder there cost its process ~20 MB and 0.1 s (Arrow's compute kernels, the UDF library). It parses every
     field: an event malformed only in a field the query does not read (which the query's Decoder skips) has no time
-    here, as an unparsable one, and the planner's bound for that batch stays where it was (engine/event_time.py)."""
+    here, as an unparsable one, and the planner's bound for that batch stays where it was
+    (jobs/engine/event_time.py)."""
 
     def __init__(self, desc: Descriptor, timestamp_field: str) -> None:
         self.handler = HandlerPool([desc.file], config=PTARS).get_for_message(desc)
