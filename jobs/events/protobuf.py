@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.descriptor_pool import DescriptorPool
 from google.protobuf.message import DecodeError, Message
 from ptars import HandlerPool, PtarsConfig
@@ -138,27 +138,18 @@ def projected(desc: Descriptor, keep: set[str]) -> Descriptor:
     when the pool refuses the projection (then every field is decoded, as before)."""
     if set(field_names(desc)) <= keep:
         return desc
-    pool, added = DescriptorPool(), set[str]()
-
-    def add(fd: FileDescriptor) -> None:  # dependencies first, each file once
-        if fd.name in added:
-            return
-        for dep in fd.dependencies:
-            add(dep)
-        proto = descriptor_pb2.FileDescriptorProto()
-        fd.CopyToProto(proto)
-        if fd.name == desc.file.name:
-            path = desc.full_name.removeprefix(f"{fd.package}.").split(".") if fd.package else desc.full_name.split(".")
-            message = next(m for m in proto.message_type if m.name == path[0])
-            for name in path[1:]:
-                message = next(m for m in message.nested_type if m.name == name)
-            _keep_fields(message, keep)
-        pool.Add(proto)
-        added.add(fd.name)
-
+    files = protos.file_set(desc.file).file  # the message's own file last
+    outer: list[str] = []  # the messages `desc` is nested in, outermost first
+    parent = desc.containing_type
+    while parent is not None:
+        outer.insert(0, parent.name)
+        parent = parent.containing_type
+    messages = files[-1].message_type
+    for name in outer:
+        messages = next(m for m in messages if m.name == name).nested_type
+    _keep_fields(next(m for m in messages if m.name == desc.name), keep)
     try:
-        add(desc.file)
-        return pool.FindMessageTypeByName(desc.full_name)
+        return protos.pool_of(files).FindMessageTypeByName(desc.full_name)
     except (TypeError, ValueError, KeyError):
         return desc
 

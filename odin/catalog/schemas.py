@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, FileDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
 import protos
 from odin.paths import REPO
@@ -56,7 +55,7 @@ class Schema:
     @classmethod
     def of(cls, proto: str, descriptor_sets: Iterable[Path] = (protos.DESCRIPTOR_SET,)) -> Schema:
         desc = find(proto, descriptor_sets)
-        return cls(proto, fingerprint(desc), _file_set(desc.file))
+        return cls(proto, fingerprint(desc), protos.file_set(desc.file).SerializeToString(deterministic=True))
 
     @classmethod
     def stored(cls, proto: str, fingerprint: str, descriptor_set_b64: str) -> Schema:
@@ -93,26 +92,6 @@ def _repeated(f: FieldDescriptor) -> bool:
 def _synthetic(f: FieldDescriptor) -> bool:
     """proto3 `optional` puts a field in a oneof of its own: presence, not a choice between fields."""
     return bool(getattr(f.containing_oneof, "is_synthetic", False))
-
-
-def _file_set(root: FileDescriptor) -> bytes:
-    """The message's file and everything it imports, in dependency order."""
-    ordered: list[FileDescriptor] = []
-    seen: set[str] = set()
-
-    def visit(f: FileDescriptor) -> None:
-        if f.name in seen:
-            return
-        seen.add(f.name)
-        for dep in f.dependencies:
-            visit(dep)
-        ordered.append(f)
-
-    visit(root)
-    fds = descriptor_pb2.FileDescriptorSet()
-    for f in ordered:
-        f.CopyToProto(fds.file.add())
-    return fds.SerializeToString(deterministic=True)
 
 
 def breaking_changes(old: Schema, new: Schema) -> list[str]:
