@@ -563,7 +563,8 @@ def warm(option: str, task: int) -> int:
     """Executor side, before a (re)launched dagger's first batch: do once what its read tasks do first (import the
     engine, build the decoder, start Kafka's client, decode an event) in this Python worker, which Spark keeps and
     reuses for the next task. Reads at most one event of the `task`-th partition (modulo their number), from its
-    earliest offset, and waits for it at most WARM_WAIT_S. Returns the events read."""
+    earliest offset, and waits for it at most WARM_WAIT_S; an empty partition is not waited on (the warm-up's tasks
+    hold the executors' slots, and the query's first batch queues behind them). Returns the events read."""
     opts = SourceOptions.from_option(option)
     opts.load_secrets()
     decoder = opts.decoder()
@@ -575,7 +576,11 @@ def warm(option: str, task: int) -> int:
         partitions = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics[topic].partitions
         if not partitions:
             return 0
-        consumer.assign([TopicPartition(topic, sorted(partitions)[task % len(partitions)], OFFSET_BEGINNING)])
+        tp = TopicPartition(topic, sorted(partitions)[task % len(partitions)], OFFSET_BEGINNING)
+        low, high = consumer.get_watermark_offsets(tp, timeout=METADATA_TIMEOUT_S)
+        if high <= low:  # nothing to read: waiting for an event would hold the slot the query's first batch needs
+            return 0
+        consumer.assign([tp])
         msgs = [m for m in consumer.consume(1, timeout=WARM_WAIT_S) if m.error() is None]
         decoder.decode([m.value() for m in msgs])
         return len(msgs)
