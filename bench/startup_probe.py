@@ -56,6 +56,9 @@ class Timeline:
 
 
 def instrument(timeline: Timeline) -> None:
+    from jobs.engine.session import use_system_allocator
+
+    use_system_allocator()  # as `dagger run` does before it imports pyarrow, which the engine's import below does
     from pyspark.sql.datasource import DataSourceRegistration
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 

@@ -280,6 +280,9 @@ def preview(
 ) -> None:
     """Run the query on the most recent events and print the result. Read-only: nothing goes to the sink, to
     dead-letter topics or to consumer groups, and no topic is created."""
+    from jobs.engine.session import use_system_allocator
+
+    use_system_allocator()  # before pyarrow's import
     from jobs.engine.runner import preview as run_preview
     from jobs.engine.runner import session_for
 
@@ -318,6 +321,9 @@ def run(
 ) -> None:
     """Run the dagger until stopped (SIGTERM/Ctrl-C stop it after the current batch), or `--once`. SIGUSR1 drains
     a running dagger: it reads what is left, emits every window as `--once` does, and exits."""
+    from jobs.engine.session import use_system_allocator
+
+    use_system_allocator()  # before pyarrow's import
     from jobs.engine.runner import run as run_dagger
     from jobs.engine.runner import session_for
     from jobs.engine.telemetry import event_rows, sentinel_rows

@@ -18,7 +18,7 @@ import pytest
 
 from jobs.engine import plan as planner
 from jobs.engine.plan import DaggerPlan, plan_dagger
-from jobs.engine.session import DAGGER_JVM
+from jobs.engine.session import ARROW_ALLOCATOR, DAGGER_JVM
 from jobs.engine.status import owner, read_status, status_path
 from jobs.lifecycle.daggers import Daggers
 from jobs.lifecycle.submission import SparkRest
@@ -43,9 +43,9 @@ from tests.support.specs import catalog_spec, deployable, surge_spec
 from tests.support.waiting import wait_for
 
 
-def _dagger_jvms(run: str) -> list[list[str]]:
-    """The command lines of a deployed dagger's driver JVM (whose arguments carry the run id, as its Python
-    process's do) and of its executors (which name the driver's RPC port)."""
+def _dagger_jvms(run: str) -> list[psutil.Process]:
+    """A deployed dagger's driver JVM (whose arguments carry the run id, as its Python process's do) and its
+    executors (which name the driver's RPC port)."""
     [jvm] = [
         p
         for p in psutil.process_iter(["cmdline"])
@@ -53,12 +53,12 @@ def _dagger_jvms(run: str) -> list[list[str]]:
     ]
     ports = {f":{c.laddr.port}" for c in jvm.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
     executors = [
-        p.info["cmdline"]
+        p
         for p in psutil.process_iter(["cmdline"])
         if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in (p.info["cmdline"] or [])
         and any(a.startswith("spark://CoarseGrainedScheduler@") and a.endswith(tuple(ports)) for a in p.info["cmdline"])
     ]
-    return [jvm.cmdline(), *executors]
+    return [jvm, *executors]
 
 
 @pytest.mark.usefixtures("leftovers_stopped")
@@ -106,7 +106,13 @@ def test_a_catalog_dagger_is_deployed_updated_and_stopped_on_its_teams_cluster(
     # Its JVMs compile with C1 only (a relaunch's start is what the JIT would slow) and keep a small serial-collected
     # heap, on their own command lines (the suite's JDK_JAVA_OPTIONS says C1 to every JVM, but through the environment).
     jvms = _dagger_jvms(status.run)
-    assert len(jvms) == 2 and all(set(DAGGER_JVM.split()) <= set(jvm) for jvm in jvms), jvms  # driver, executor
+    commands = [jvm.cmdline() for jvm in jvms]
+    assert len(jvms) == 2 and all(set(DAGGER_JVM.split()) <= set(c) for c in commands), commands  # driver, executor
+    # Its Python processes (the driver, its planners, the executors' workers) take Arrow's memory from the system
+    # allocator: they start with the platform's ARROW_ALLOCATOR, whatever the worker's own environment says.
+    pythons = [p for jvm in jvms for p in jvm.children(recursive=True) if "python" in p.name()]
+    assert any(status.run in p.cmdline() for p in pythons) and len(pythons) >= 3, [p.cmdline() for p in pythons]
+    assert all(ARROW_ALLOCATOR.items() <= p.environ().items() for p in pythons), [p.cmdline() for p in pythons]
 
     # A state-incompatible query (other grouping keys) is refused; the dagger keeps running.
     regrouped = SURGE_SQL.replace("vehicle_type AS tag_vehicle_type,", "").replace(",\n       vehicle_type", "")
