@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -104,6 +105,41 @@ def test_a_converge_that_fails_says_why_at_once(tmp_path: Path) -> None:
     r = subprocess.run([str(BIN_DIR / "odin"), "up", *flags], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "no_such_strategy" in r.stderr and "failed" in r.stderr, r.stderr
+
+
+def _daemon(tmp_path: Path, **args: Any) -> tuple[dict[str, Any], float]:
+    """Odin's process module run as Ansible runs it (its arguments in a file): its result and how long it took."""
+    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    started = time.monotonic()
+    module = Path(__file__).parents[1] / "ansible" / "library" / "odin_daemon.py"
+    r = subprocess.run([sys.executable, str(module), str(tmp_path / "args.json")], capture_output=True, timeout=120)
+    return json.loads(r.stdout), time.monotonic() - started
+
+
+def test_a_service_that_exits_after_its_start_fails_its_wait_at_once_with_its_log(tmp_path: Path) -> None:
+    """A service's wait for its port watches the process: one that dies after it started (bad configuration read a
+    moment later) fails the converge at once, with the end of its log, not after the wait's whole timeout."""
+    port = free_block(1, set(), random.Random())
+    process = {"name": "svc@main", "pidfile": str(tmp_path / "svc.pid"), "logfile": str(tmp_path / "svc.log")}
+    crashing = ["sh", "-c", "sleep 1; echo 'config: unknown key listen_adress' >&2; exit 3"]
+    started, _ = _daemon(tmp_path, **process, argv=crashing, home=str(tmp_path / "home"), start_grace=0)
+    assert started.get("changed") and not started.get("failed"), started
+    waited, seconds = _daemon(tmp_path, **process, state="listening", port=port, timeout=60)
+    assert waited.get("failed") and seconds < 10, (waited, seconds)
+    assert "svc@main is not running" in waited["msg"] and "unknown key listen_adress" in waited["msg"], waited
+
+    # a live one that listens: the wait returns as soon as it accepts connections
+    listening = [
+        sys.executable,
+        "-c",
+        f"import socket, time; s = socket.create_server(('127.0.0.1', {port})); time.sleep(60)",
+    ]
+    started, _ = _daemon(tmp_path, **process, argv=listening, home=str(tmp_path / "home"), start_grace=0)
+    try:
+        waited, seconds = _daemon(tmp_path, **process, state="listening", port=port, timeout=60)
+        assert not waited.get("failed") and f"listening on 127.0.0.1:{port}" in waited["msg"], waited
+    finally:
+        _daemon(tmp_path, **process, state="stopped")
 
 
 @pytest.mark.services  # starts VictoriaMetrics

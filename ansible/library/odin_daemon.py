@@ -6,6 +6,8 @@ whole process group can be stopped at once), records ``<pid> <start-time> <spec-
 (the start time guards against a recycled PID) and is idempotent: a live process started from the same
 command line, environment and configuration files is left alone (changed=false); one started from
 other ones is restarted. That is how a changed template restarts its service: no handler is needed.
+``state=listening`` waits until the process accepts connections on ``port``, and fails at once, with its log's
+tail, if it exits first (a readiness wait that only polls the port would wait out its whole timeout).
 
 A process gets a minimal environment, never the one Ansible runs in (that of whoever ran `odin up`, with whatever
 tokens or cloud keys their shell holds): PATH, a HOME of its own, LANG, USER/LOGNAME, the variables named in
@@ -19,6 +21,7 @@ import json
 import os
 import pwd
 import signal
+import socket
 import subprocess
 import time
 
@@ -39,9 +42,14 @@ options:
   inherit: {description: Variables passed on from Ansible's environment if set, type: list, elements: str, default: []}
   config_files: {description: Files whose content is part of the process spec, type: list, elements: path, default: []}
   user: {description: Run as this user (when Ansible runs as root), type: str}
-  state: {description: Desired state, type: str, choices: [started, stopped, restarted], default: started}
+  state: {description: "Desired state; listening: running and accepting connections on port", type: str,
+          choices: [started, stopped, restarted, listening], default: started}
+  host: {description: "state=listening: the address to connect to", type: str, default: 127.0.0.1}
+  port: {description: "state=listening: the TCP port", type: int}
+  timeout: {description: "state=listening: seconds to wait", type: float, default: 120}
   stop_timeout: {description: Seconds to wait after SIGTERM before SIGKILL, type: float, default: 20}
-  start_grace: {description: Seconds the process must survive after start, type: float, default: 1.0}
+  start_grace: {description: "Seconds the process must survive after start (a state=listening wait that follows
+                 checks it for longer)", type: float, default: 1.0}
 """
 
 
@@ -207,6 +215,27 @@ def start(module: AnsibleModule) -> int:
     return proc.pid
 
 
+def wait_listening(module: AnsibleModule) -> None:
+    """Until the process of ``pidfile`` accepts connections on host:port; fail at once if it is not running."""
+    p = module.params
+    deadline = time.monotonic() + p["timeout"]
+    while True:
+        rec = running(p["pidfile"])
+        if rec is None:
+            module.fail_json(msg=f"{p['name']} is not running; log {p['logfile']}:\n" + _tail(p["logfile"]))
+        try:
+            with socket.create_connection((p["host"], p["port"]), timeout=1.0):
+                module.exit_json(changed=False, pid=rec[0], msg=f"{p['name']} listening on {p['host']}:{p['port']}")
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            module.fail_json(
+                msg=f"{p['name']} runs but does not accept connections on {p['host']}:{p['port']} after "
+                f"{p['timeout']:.0f}s; log {p['logfile']}:\n" + _tail(p["logfile"])
+            )
+        time.sleep(0.1)
+
+
 def stop_all(module: AnsibleModule) -> None:
     p = module.params
     if p["state"] != "stopped":
@@ -237,11 +266,18 @@ def main() -> None:
             inherit=dict(type="list", elements="str", default=[]),
             config_files=dict(type="list", elements="path", default=[]),
             user=dict(type="str"),
-            state=dict(type="str", choices=["started", "stopped", "restarted"], default="started"),
+            state=dict(type="str", choices=["started", "stopped", "restarted", "listening"], default="started"),
+            host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int"),
+            timeout=dict(type="float", default=120.0),
             stop_timeout=dict(type="float", default=20.0),
             start_grace=dict(type="float", default=1.0),
         ),
-        required_if=[("state", "started", ["argv", "home"]), ("state", "restarted", ["argv", "home"])],
+        required_if=[
+            ("state", "started", ["argv", "home"]),
+            ("state", "restarted", ["argv", "home"]),
+            ("state", "listening", ["port"]),
+        ],
         required_one_of=[("pidfile", "pidfiles")],
         mutually_exclusive=[("pidfile", "pidfiles")],
         supports_check_mode=True,
@@ -249,6 +285,10 @@ def main() -> None:
     p = module.params
     if p["pidfiles"] is not None:
         stop_all(module)
+    if p["state"] == "listening":
+        if module.check_mode:  # a plan waits for nothing
+            module.exit_json(changed=False)
+        wait_listening(module)
     rec = running(p["pidfile"])
     pid = rec[0] if rec else None
     want = p["state"]
