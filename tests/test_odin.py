@@ -136,6 +136,7 @@ def test_a_service_that_exits_after_its_start_fails_its_wait_at_once_with_its_lo
     ]
     started, _ = _daemon(tmp_path, **process, argv=listening, home=str(tmp_path / "home"), start_grace=0)
     try:
+        assert started.get("changed") and not started.get("failed"), started
         waited, seconds = _daemon(tmp_path, **process, state="listening", port=port, timeout=60)
         assert not waited.get("failed") and f"listening on 127.0.0.1:{port}" in waited["msg"], waited
     finally:
