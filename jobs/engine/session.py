@@ -137,9 +137,8 @@ def spark_session(
 
 
 def use_system_allocator() -> None:
-    """ARROW_ALLOCATOR in this process, before it imports pyarrow (a setting of the host's own comes first)."""
-    for name, value in ARROW_ALLOCATOR.items():
-        os.environ.setdefault(name, value)
+    """ARROW_ALLOCATOR in this process before it imports pyarrow: the platform's value, as its JVMs' children get."""
+    os.environ.update(ARROW_ALLOCATOR)
 
 
 @contextlib.contextmanager
