@@ -43,7 +43,7 @@ $(STAMPS)/venv: .ci/requirements.lock pyproject.toml
 	@# the whole environment, so once is enough: the editable install adds no module to compile.
 	$(UV) pip install -q --python $(PY) --no-deps --compile-bytecode -r .ci/requirements.lock
 	$(UV) pip install -q --python $(PY) --no-deps -e .
-	@# Spark's own Python processes import PySpark from its zip, which has no bytecode: compile it too
+	@# Spark's own Python processes import PySpark and Py4J from zips: leave them to the venv's compiled copies
 	$(PY) jobs/engine/pyspark_archive.py
 	@# the build's copy of the metadata: with the repo on PYTHONPATH (Airflow's processes) its entry points would be
 	@# seen twice, the Daggers plugin loaded twice (an import error on Airflow's dashboard); the venv has its own

@@ -1,81 +1,84 @@
-"""Compile the PySpark that Spark's own Python processes import.
+"""Spark's own Python processes import the venv's compiled PySpark and Py4J, not the zips Spark ships them in.
 
-Spark puts `$SPARK_HOME/python/lib/pyspark.zip` first on the path of every Python process it starts (the data
-source's planners, the streaming source runner, each daemon and its workers), so they import PySpark from that
-archive, not from the venv's compiled copy. The wheel ships it with sources only, and Python caches no bytecode for
-a zip: each of those processes compiled PySpark again, ~1 s of CPU each, about ten of them in a dagger's start
-(bench/RESULTS.md). This adds to the archive a hash-checked `.pyc` beside each module, which zipimport uses while
-it matches the source it was compiled from.
+Spark puts `$SPARK_HOME/python/lib/pyspark.zip` and `py4j-<version>-src.zip` first on the path of every Python
+process it starts (the data source's planners, the streaming source runner, each daemon and its workers). Importing
+from a zip costs each of them twice: Python caches no bytecode for a zip (the wheel ships sources only, so each
+process compiled what it imported), and once a process has set up Spark's files it calls
+`importlib.invalidate_caches()`, which in Python 3.11 re-reads a zip's whole directory once per package imported
+from it: 0.2-0.3 s of CPU and ~14 MB that stay, in each process, for PySpark's zip (docs/decisions.md). Those
+processes run the venv's interpreter, which has both packages installed and compiled (`make setup`'s
+`--compile-bytecode`): an archive emptied here leaves them to it. An archive is emptied only when the interpreter
+has the same version of its package installed; otherwise it is left as it is, and used.
 
-`python jobs/engine/pyspark_archive.py [ZIP]` (default: the running interpreter's PySpark). It needs only the
-standard library, so Ansible runs it on hosts that have the platform's venv but not its code. Run after every
-install of PySpark: the install writes the archive anew. Idempotent.
+`python jobs/engine/pyspark_archive.py [LIB_DIR]` (default: the running interpreter's PySpark's `python/lib`). It
+needs only the standard library, so Ansible runs it on hosts that have the platform's venv but not its code. Run
+after every install of PySpark: the install writes the archives anew. Idempotent.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
-import py_compile
+import re
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
-CHECKED = py_compile.PycInvalidationMode.CHECKED_HASH  # zipimport checks the source's hash: an edit is never missed
-SKIPPED = "/tests/"  # PySpark's own test suites: never imported by a worker, and a third of the archive
+VERSION = re.compile(rb"""^__version__(?:: *str)? *= *['"]([^'"]+)['"]""", re.MULTILINE)
 
 
-def default_archive() -> Path:
+def default_lib() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or spec.origin is None:
         raise SystemExit("pyspark is not installed in this interpreter")
-    return Path(spec.origin).parent / "python" / "lib" / "pyspark.zip"
+    return Path(spec.origin).parent / "python" / "lib"
 
 
-def compiled(archive: Path) -> bool:
-    """Whether every module of the archive (its tests aside) has its bytecode beside it."""
+def archived_package(archive: Path) -> tuple[str, str] | None:
+    """The package an archive holds and its version (`<package>/version.py`); None for an emptied archive."""
     with zipfile.ZipFile(archive) as z:
-        names = set(z.namelist())
-    return all(f"{n}c" in names for n in names if n.endswith(".py") and SKIPPED not in n)
+        names = z.namelist()
+        if not names:
+            return None
+        package = names[0].split("/", 1)[0]
+        found = VERSION.search(z.read(f"{package}/version.py"))
+    if found is None:
+        raise SystemExit(f"{archive}: no __version__ in {package}/version.py")
+    return package, found.group(1).decode()
 
 
-def compile_archive(archive: Path) -> int:
-    """Rewrite `archive` with bytecode beside its modules; returns how many were compiled. The new archive replaces
-    the old in one rename: a Python process starting meanwhile reads one or the other, whole."""
-    tmp = archive.with_name(f".{archive.name}.{os.getpid()}")
-    count = 0
+def installed_version(package: str) -> str | None:
     try:
-        with (
-            zipfile.ZipFile(archive) as src,
-            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out,
-            tempfile.TemporaryDirectory() as work,
-        ):
-            source, pyc = Path(work, "m.py"), Path(work, "m.pyc")
-            for info in src.infolist():
-                if info.filename.endswith(".pyc"):
-                    continue  # compiled again from the source beside it
-                data = src.read(info)
-                out.writestr(info, data)
-                if not info.filename.endswith(".py") or SKIPPED in info.filename:
-                    continue
-                source.write_bytes(data)
-                shown = f"{archive}/{info.filename}"  # in tracebacks, as zipimport names it
-                py_compile.compile(str(source), str(pyc), shown, doraise=True, invalidation_mode=CHECKED)
-                out.writestr(zipfile.ZipInfo(f"{info.filename}c", info.date_time), pyc.read_bytes())  # stored: fast
-                count += 1
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def empty(archive: Path) -> None:
+    """Replace `archive` with an empty one in one rename: a Python process starting meanwhile reads one or the other."""
+    tmp = archive.with_name(f".{archive.name}.{os.getpid()}")
+    try:
+        zipfile.ZipFile(tmp, "w").close()
         os.replace(tmp, archive)
     finally:
         tmp.unlink(missing_ok=True)
-    return count
 
 
 def main(argv: list[str]) -> int:
-    archive = Path(argv[0]) if argv else default_archive()
-    if compiled(archive):
-        print(f"{archive}: already compiled")
-        return 0
-    print(f"{archive}: {compile_archive(archive)} modules compiled")
+    lib = Path(argv[0]) if argv else default_lib()
+    for archive in sorted(lib.glob("*.zip")):
+        held = archived_package(archive)
+        if held is None:
+            print(f"{archive}: already empty")
+            continue
+        package, version = held
+        installed = installed_version(package)
+        if installed != version:
+            print(f"{archive}: kept ({package} {version}; this interpreter has {installed or 'none'})")
+            continue
+        empty(archive)
+        print(f"{archive}: emptied ({package} {version} is imported from this interpreter's)")
     return 0
 
 
