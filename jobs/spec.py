@@ -137,7 +137,7 @@ class LogSink(Model):
 class InfluxSink(Model):
     type: Literal["influx"] = "influx"
     url: str = Field("http://127.0.0.1:8428", description="InfluxDB (or VictoriaMetrics) base URL.")
-    version: Literal[1, 2] = Field(2, description="2: API v2 via influxdb-client; 1: InfluxDB 1.x `/write`.")
+    version: Literal[1, 2] = Field(2, description="2: API v2 (`/api/v2/write`); 1: InfluxDB 1.x `/write`.")
     measurement: str | None = Field(None, description="Measurement name (default: the dagger's name).")
     database: str = Field("daggers", description="Database (v1) or bucket (v2).")
     org: str = Field("", description="Organisation (v2).")

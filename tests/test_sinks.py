@@ -3,11 +3,13 @@ updating a key, and the result is read back through the service itself."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -411,6 +413,43 @@ def test_influx_missing_secrets_are_named() -> None:
     v1 = spec({"type": "influx", "version": 1, "username_env": "DAGGER_TEST_NO_USER", "password_env": "X_PW"})
     with pytest.raises(SinkError, match="DAGGER_TEST_NO_USER"):
         open_sink(v1, SHAPE)
+
+
+def test_influx_v2_sends_its_token_in_a_header_and_names_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """InfluxDB 2's write API takes the token in the Authorization header. A refusal (401) is not retried, and the
+    error carries the server's words, never the token. (A local HTTP server stands in for InfluxDB 2.)"""
+    seen: list[tuple[str, str | None, bytes]] = []
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.path, self.headers.get("Authorization"), body))
+            answer = b'{"code":"unauthorized","message":"unauthorized access"}'
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    monkeypatch.setenv("DAGGER_TEST_INFLUX_TOKEN", "s3cret-token")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sink = {"type": "influx", "version": 2, "url": f"http://127.0.0.1:{server.server_port}", "org": "team-a"}
+    try:
+        writer = InfluxWriter(spec({**sink, "token_env": "DAGGER_TEST_INFLUX_TOKEN"}), SHAPE, RetryPolicy(5, 5))
+        with pytest.raises(SinkError, match=r"after 1 attempt\(s\).*HTTP 401.*unauthorized access") as refused:
+            writer.write(BATCH_0, 0)
+        writer.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "s3cret-token" not in str(refused.value)
+    ((path, auth, body),) = seen
+    assert path == "/api/v2/write?org=team-a&bucket=daggers&precision=ms"
+    assert auth == "Token s3cret-token"
+    assert len(body.splitlines()) == 2  # the batch's two points, in one request
 
 
 def test_influx_errors_are_retried_then_raised(services: Services) -> None:
