@@ -143,6 +143,27 @@ def test_a_service_that_exits_after_its_start_fails_its_wait_at_once_with_its_lo
         _daemon(tmp_path, **process, state="stopped")
 
 
+def test_a_service_with_no_port_must_live_its_grace_second(tmp_path: Path) -> None:
+    """A process with no port (Airflow's scheduler) starts without a grace second; the wait that follows the other
+    services' starts checks that it has lived one: a crash fails it with the log's end, a live one passes."""
+    process = {"name": "svc@main", "pidfile": str(tmp_path / "svc.pid"), "logfile": str(tmp_path / "svc.log")}
+    crashing = ["sh", "-c", "sleep 0.3; echo 'config: unknown key dags_folder' >&2; exit 3"]
+    started, seconds = _daemon(tmp_path, **process, argv=crashing, home=str(tmp_path / "home"), start_grace=0)
+    assert started.get("changed") and not started.get("failed") and seconds < 1, (started, seconds)
+    waited, seconds = _daemon(tmp_path, **process, state="alive", start_grace=1.0)
+    assert waited.get("failed") and seconds < 5, (waited, seconds)
+    assert "svc@main is not running" in waited["msg"] and "unknown key dags_folder" in waited["msg"], waited
+
+    started, _ = _daemon(tmp_path, **process, argv=["sleep", "60"], home=str(tmp_path / "home"), start_grace=0)
+    try:
+        waited, _ = _daemon(tmp_path, **process, state="alive", start_grace=1.0)
+        assert not waited.get("failed") and float(waited["msg"].split("running for ")[1][:-1]) >= 1.0, waited
+        waited, seconds = _daemon(tmp_path, **process, state="alive", start_grace=1.0)  # past it: no wait
+        assert not waited.get("failed") and seconds < 1, (waited, seconds)
+    finally:
+        _daemon(tmp_path, **process, state="stopped")
+
+
 @pytest.mark.services  # starts VictoriaMetrics
 def test_down_runs_no_playbook_for_nodes_with_nothing_running() -> None:
     """Terraform's state holds every node of the environment, a stack runs some: `down` stops those (one playbook:

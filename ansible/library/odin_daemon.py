@@ -8,6 +8,8 @@ command line, environment and configuration files is left alone (changed=false);
 other ones is restarted. That is how a changed template restarts its service: no handler is needed.
 ``state=listening`` waits until the process accepts connections on ``port``, and fails at once, with its log's
 tail, if it exits first (a readiness wait that only polls the port would wait out its whole timeout).
+``state=alive`` checks a process that has no port the same way: it must have lived ``start_grace`` seconds (waited
+for only if it has not yet), so a wait that comes after the other services' starts finds it long past that.
 
 A process gets a minimal environment, never the one Ansible runs in (that of whoever ran `odin up`, with whatever
 tokens or cloud keys their shell holds): PATH, a HOME of its own, LANG, USER/LOGNAME, the variables named in
@@ -42,14 +44,16 @@ options:
   inherit: {description: Variables passed on from Ansible's environment if set, type: list, elements: str, default: []}
   config_files: {description: Files whose content is part of the process spec, type: list, elements: path, default: []}
   user: {description: Run as this user (when Ansible runs as root), type: str}
-  state: {description: "Desired state; listening: running and accepting connections on port", type: str,
-          choices: [started, stopped, restarted, listening], default: started}
+  state: {description: "Desired state; listening: running and accepting connections on port; alive: running for
+          start_grace seconds at least", type: str, choices: [started, stopped, restarted, listening, alive],
+          default: started}
   host: {description: "state=listening: the address to connect to", type: str, default: 127.0.0.1}
   port: {description: "state=listening: the TCP port", type: int}
   timeout: {description: "state=listening: seconds to wait", type: float, default: 120}
   stop_timeout: {description: Seconds to wait after SIGTERM before SIGKILL, type: float, default: 20}
-  start_grace: {description: "Seconds the process must survive after start (a state=listening wait that follows
-                 checks it for longer)", type: float, default: 1.0}
+  start_grace: {description: "Seconds the process must survive after start (state=started, restarted: 0 when a
+                 state=listening or alive wait follows, which checks it then); state=alive: its age at least",
+                 type: float, default: 1.0}
 """
 
 
@@ -68,6 +72,13 @@ def _start_time(pid: int) -> str | None:
     if fields is None or fields[0] in ("Z", "X"):  # a zombie has exited
         return None
     return fields[19]
+
+
+def _age(start_ticks: str) -> float:
+    """Seconds since a process started, from its start time in clock ticks after boot (/proc/<pid>/stat)."""
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - int(start_ticks) / os.sysconf("SC_CLK_TCK")
 
 
 def _read_pidfile(path: str) -> tuple[int, str, str] | None:
@@ -236,6 +247,20 @@ def wait_listening(module: AnsibleModule) -> None:
         time.sleep(0.1)
 
 
+def wait_alive(module: AnsibleModule) -> None:
+    """Until the process of ``pidfile`` has lived ``start_grace`` seconds; fail at once if it is not running."""
+    p = module.params
+    deadline = time.monotonic() + p["start_grace"]
+    while True:
+        rec = _read_pidfile(p["pidfile"])
+        if rec is None or running(p["pidfile"]) is None:
+            module.fail_json(msg=f"{p['name']} is not running; log {p['logfile']}:\n" + _tail(p["logfile"]))
+        age = _age(rec[1])
+        if age >= p["start_grace"] or time.monotonic() >= deadline:
+            module.exit_json(changed=False, pid=rec[0], msg=f"{p['name']} running for {age:.1f}s")
+        time.sleep(0.05)
+
+
 def stop_all(module: AnsibleModule) -> None:
     p = module.params
     if p["state"] != "stopped":
@@ -266,7 +291,9 @@ def main() -> None:
             inherit=dict(type="list", elements="str", default=[]),
             config_files=dict(type="list", elements="path", default=[]),
             user=dict(type="str"),
-            state=dict(type="str", choices=["started", "stopped", "restarted", "listening"], default="started"),
+            state=dict(
+                type="str", choices=["started", "stopped", "restarted", "listening", "alive"], default="started"
+            ),
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int"),
             timeout=dict(type="float", default=120.0),
@@ -285,10 +312,10 @@ def main() -> None:
     p = module.params
     if p["pidfiles"] is not None:
         stop_all(module)
-    if p["state"] == "listening":
+    if p["state"] in ("listening", "alive"):
         if module.check_mode:  # a plan waits for nothing
             module.exit_json(changed=False)
-        wait_listening(module)
+        wait_listening(module) if p["state"] == "listening" else wait_alive(module)
     rec = running(p["pidfile"])
     pid = rec[0] if rec else None
     want = p["state"]
