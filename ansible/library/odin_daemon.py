@@ -315,7 +315,9 @@ def main() -> None:
     if p["state"] in ("listening", "alive"):
         if module.check_mode:  # a plan waits for nothing
             module.exit_json(changed=False)
-        wait_listening(module) if p["state"] == "listening" else wait_alive(module)
+        if p["state"] == "listening":
+            wait_listening(module)
+        wait_alive(module)
     rec = running(p["pidfile"])
     pid = rec[0] if rec else None
     want = p["state"]
