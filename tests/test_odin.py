@@ -164,6 +164,22 @@ def test_a_service_with_no_port_must_live_its_grace_second(tmp_path: Path) -> No
         _daemon(tmp_path, **process, state="stopped")
 
 
+def test_a_process_is_stopped_by_the_signal_it_was_started_with(tmp_path: Path) -> None:
+    """PostgreSQL's TERM is a smart shutdown that waits for every client to leave: a restart with Airflow connected
+    waited out the stop timeout, then its kill left the backends behind. Its process is started with stop_signal INT,
+    recorded in its pid file, and both ways of stopping (a restart's, a node's `pidfiles`) send that one."""
+    process = {"name": "db@main", "pidfile": str(tmp_path / "db.pid"), "logfile": str(tmp_path / "db.log")}
+    # ignores TERM and ends on INT, as a PostgreSQL server with clients connected does
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+    server = {**process, "argv": [sys.executable, "-c", code], "home": str(tmp_path / "home"), "stop_signal": "INT"}
+    for stop in ({**process, "state": "stopped"}, {"name": "db", "pidfiles": [process["pidfile"]], "state": "stopped"}):
+        started, _ = _daemon(tmp_path, **server, start_grace=0.5)
+        assert started.get("changed") and not started.get("failed"), started
+        stopped, seconds = _daemon(tmp_path, **stop, stop_timeout=30)
+        assert stopped.get("changed") and not stopped.get("failed") and seconds < 10, (stopped, seconds)
+        assert not Path(process["pidfile"]).exists()
+
+
 @pytest.mark.services  # starts VictoriaMetrics
 def test_down_runs_no_playbook_for_nodes_with_nothing_running() -> None:
     """Terraform's state holds every node of the environment, a stack runs some: `down` stops those (one playbook:
@@ -456,6 +472,23 @@ def test_changed_configuration_restarts_only_that_service(full_stack: tuple[Stac
     }
     influx = next(n for n in stack.status() if n.role == "influxdb")
     assert influx.health.ok and f":{new_port}" in influx.url
+
+
+def test_postgres_restarts_while_airflow_holds_connections(full_stack: tuple[Stack, list[str]]) -> None:
+    """A new PostgreSQL port restarts it while Airflow's processes are connected: its fast shutdown ends their
+    sessions (a smart one waited out the stop timeout, then its kill left the backends behind: the new server did not
+    start and `up` failed), and Airflow, which reads that port, comes back on the new one."""
+    stack, flags = full_stack
+    before = pids(stack)
+    new_port = stack_ports()["postgres"]
+    at = next(i for i, flag in enumerate(flags) if flag.startswith("postgres="))
+    flags[at] = f"postgres={new_port}"  # the module's later `up`s keep it
+    r = odin("up", *flags)
+    assert r.returncode == 0, r.stdout + r.stderr  # Airflow's wait included: its API answers, on the new database
+    after = pids(stack)
+    assert after["postgres-server@postgres"] not in (None, before["postgres-server@postgres"])
+    postgres = next(n for n in stack.status() if n.role == "postgres")
+    assert postgres.health.ok and f":{new_port}" in postgres.url, postgres
 
 
 def test_scaling_down_stops_the_removed_workers(full_stack: tuple[Stack, list[str]]) -> None:

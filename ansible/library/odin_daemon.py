@@ -50,7 +50,10 @@ options:
   host: {description: "state=listening: the address to connect to", type: str, default: 127.0.0.1}
   port: {description: "state=listening: the TCP port", type: int}
   timeout: {description: "state=listening: seconds to wait", type: float, default: 120}
-  stop_timeout: {description: Seconds to wait after SIGTERM before SIGKILL, type: float, default: 20}
+  stop_timeout: {description: Seconds to wait after the stop signal before SIGKILL, type: float, default: 20}
+  stop_signal: {description: "Signal that stops the process cleanly (recorded in its pid file, so a later stop uses
+                it): INT for PostgreSQL, whose TERM waits for every client to leave", type: str, default: TERM,
+                choices: [TERM, INT]}
   start_grace: {description: "Seconds the process must survive after start (state=started, restarted: 0 when a
                  state=listening or alive wait follows, which checks it then); state=alive: its age at least",
                  type: float, default: 1.0}
@@ -88,6 +91,16 @@ def _read_pidfile(path: str) -> tuple[int, str, str] | None:
         return int(pid_s), start, rest[0] if rest else ""
     except (OSError, ValueError):
         return None
+
+
+def stop_signal(path: str) -> signal.Signals:
+    """The signal recorded in a pid file (its fourth field; TERM for a file written before there was one)."""
+    try:
+        with open(path) as f:
+            fields = f.read().split()
+        return signal.Signals[f"SIG{fields[3]}"] if len(fields) > 3 else signal.SIGTERM
+    except (OSError, KeyError):
+        return signal.SIGTERM
 
 
 def running(pidfile: str) -> tuple[int, str] | None:
@@ -144,14 +157,15 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def stop(pids: list[int], timeout: float) -> None:
-    """SIGTERM each process group, then SIGKILL whatever is left after ``timeout`` seconds. The groups wind down
-    side by side: a node's processes one after another took the sum of their shutdowns (Airflow's four, 11.6 s)."""
+def stop(pids: dict[int, signal.Signals], timeout: float) -> None:
+    """Each process group its stop signal, then SIGKILL whatever is left after ``timeout`` seconds. The groups wind
+    down side by side: a node's processes one after another took the sum of their shutdowns (Airflow's four, 11.6 s).
+    """
     left = list(pids)
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+    for kill, wait in ((False, timeout), (True, 5.0)):
         for pid in list(left):
             try:
-                os.killpg(pid, sig)
+                os.killpg(pid, signal.SIGKILL if kill else pids[pid])
             except ProcessLookupError:
                 left.remove(pid)
         deadline = time.monotonic() + wait
@@ -213,7 +227,7 @@ def start(module: AnsibleModule) -> int:
             log.close()
     start_time = _start_time(proc.pid)
     with open(p["pidfile"], "w") as f:
-        f.write(f"{proc.pid} {start_time} {spec_hash(p)}\n")
+        f.write(f"{proc.pid} {start_time} {spec_hash(p)} {p['stop_signal']}\n")
     deadline = time.monotonic() + p["start_grace"]
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -269,7 +283,7 @@ def stop_all(module: AnsibleModule) -> None:
     live = {path: rec[0] for path, rec in found.items() if rec is not None}
     if module.check_mode:
         module.exit_json(changed=bool(live), pids=sorted(live.values()))
-    stop(list(live.values()), p["stop_timeout"])
+    stop({pid: stop_signal(path) for path, pid in live.items()}, p["stop_timeout"])
     for path in p["pidfiles"]:
         if os.path.exists(path):
             os.unlink(path)  # also the stale pid file of a process that died on its own
@@ -298,6 +312,7 @@ def main() -> None:
             port=dict(type="int"),
             timeout=dict(type="float", default=120.0),
             stop_timeout=dict(type="float", default=20.0),
+            stop_signal=dict(type="str", default="TERM", choices=["TERM", "INT"]),
             start_grace=dict(type="float", default=1.0),
         ),
         required_if=[
@@ -330,7 +345,7 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=True, pid=pid)
     if pid is not None:
-        stop([pid], p["stop_timeout"])
+        stop({pid: stop_signal(p["pidfile"])}, p["stop_timeout"])
     if want == "stopped":
         if os.path.exists(p["pidfile"]):
             os.unlink(p["pidfile"])
