@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import time
+from typing import NamedTuple
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -84,32 +85,29 @@ def _age(start_ticks: str) -> float:
     return uptime - int(start_ticks) / os.sysconf("SC_CLK_TCK")
 
 
-def _read_pidfile(path: str) -> tuple[int, str, str] | None:
+class Record(NamedTuple):
+    """A pid file: ``<pid> <start-time> <spec-hash> <stop-signal>``."""
+
+    pid: int
+    start: str  # clock ticks after boot (/proc/<pid>/stat), against a recycled PID
+    spec: str
+    stop_signal: signal.Signals  # TERM for a file written before there was one
+
+
+def _read_pidfile(path: str) -> Record | None:
     try:
         with open(path) as f:
             pid_s, start, *rest = f.read().split()
-        return int(pid_s), start, rest[0] if rest else ""
+        stop_signal = signal.Signals.__members__.get(f"SIG{rest[1]}" if len(rest) > 1 else "", signal.SIGTERM)
+        return Record(int(pid_s), start, rest[0] if rest else "", stop_signal)
     except (OSError, ValueError):
         return None
 
 
-def stop_signal(path: str) -> signal.Signals:
-    """The signal recorded in a pid file (its fourth field; TERM for a file written before there was one)."""
-    try:
-        with open(path) as f:
-            fields = f.read().split()
-        return signal.Signals[f"SIG{fields[3]}"] if len(fields) > 3 else signal.SIGTERM
-    except (OSError, KeyError):
-        return signal.SIGTERM
-
-
-def running(pidfile: str) -> tuple[int, str] | None:
-    """(pid, spec hash) recorded in ``pidfile`` if that very process is still alive."""
+def running(pidfile: str) -> Record | None:
+    """What ``pidfile`` records, if that very process is still alive."""
     rec = _read_pidfile(pidfile)
-    if rec is None:
-        return None
-    pid, start, spec = rec
-    return (pid, spec) if _start_time(pid) == start else None
+    return rec if rec is not None and _start_time(rec.pid) == rec.start else None
 
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -250,7 +248,7 @@ def wait_listening(module: AnsibleModule) -> None:
             module.fail_json(msg=f"{p['name']} is not running; log {p['logfile']}:\n" + _tail(p["logfile"]))
         try:
             with socket.create_connection((p["host"], p["port"]), timeout=1.0):
-                module.exit_json(changed=False, pid=rec[0], msg=f"{p['name']} listening on {p['host']}:{p['port']}")
+                module.exit_json(changed=False, pid=rec.pid, msg=f"{p['name']} listening on {p['host']}:{p['port']}")
         except OSError:
             pass
         if time.monotonic() >= deadline:
@@ -266,12 +264,12 @@ def wait_alive(module: AnsibleModule) -> None:
     p = module.params
     deadline = time.monotonic() + p["start_grace"]
     while True:
-        rec = _read_pidfile(p["pidfile"])
-        if rec is None or running(p["pidfile"]) is None:
+        rec = running(p["pidfile"])
+        if rec is None:
             module.fail_json(msg=f"{p['name']} is not running; log {p['logfile']}:\n" + _tail(p["logfile"]))
-        age = _age(rec[1])
+        age = _age(rec.start)
         if age >= p["start_grace"] or time.monotonic() >= deadline:
-            module.exit_json(changed=False, pid=rec[0], msg=f"{p['name']} running for {age:.1f}s")
+            module.exit_json(changed=False, pid=rec.pid, msg=f"{p['name']} running for {age:.1f}s")
         time.sleep(0.05)
 
 
@@ -280,15 +278,16 @@ def stop_all(module: AnsibleModule) -> None:
     if p["state"] != "stopped":
         module.fail_json(msg=f"{p['name']}: pidfiles: only with state=stopped, not {p['state']}")
     found = {path: running(path) for path in p["pidfiles"]}
-    live = {path: rec[0] for path, rec in found.items() if rec is not None}
+    live = {path: rec for path, rec in found.items() if rec is not None}
+    pids = sorted(rec.pid for rec in live.values())
     if module.check_mode:
-        module.exit_json(changed=bool(live), pids=sorted(live.values()))
-    stop({pid: stop_signal(path) for path, pid in live.items()}, p["stop_timeout"])
+        module.exit_json(changed=bool(live), pids=pids)
+    stop({rec.pid: rec.stop_signal for rec in live.values()}, p["stop_timeout"])
     for path in p["pidfiles"]:
         if os.path.exists(path):
             os.unlink(path)  # also the stale pid file of a process that died on its own
-    stopped = ", ".join(f"{os.path.basename(path)} (pid {pid})" for path, pid in live.items())
-    module.exit_json(changed=bool(live), pids=sorted(live.values()), msg=f"{p['name']}: stopped {stopped or 'nothing'}")
+    stopped = ", ".join(f"{os.path.basename(path)} (pid {rec.pid})" for path, rec in live.items())
+    module.exit_json(changed=bool(live), pids=pids, msg=f"{p['name']}: stopped {stopped or 'nothing'}")
 
 
 def main() -> None:
@@ -334,9 +333,9 @@ def main() -> None:
             wait_listening(module)
         wait_alive(module)
     rec = running(p["pidfile"])
-    pid = rec[0] if rec else None
+    pid = rec.pid if rec else None
     want = p["state"]
-    if want == "started" and rec is not None and rec[1] == spec_hash(p):
+    if want == "started" and rec is not None and rec.spec == spec_hash(p):
         module.exit_json(changed=False, pid=pid, msg=f"{p['name']} already running")
     if want == "stopped" and pid is None:
         if os.path.exists(p["pidfile"]):
@@ -344,8 +343,8 @@ def main() -> None:
         module.exit_json(changed=False, pid=None, msg=f"{p['name']} not running")
     if module.check_mode:
         module.exit_json(changed=True, pid=pid)
-    if pid is not None:
-        stop({pid: stop_signal(p["pidfile"])}, p["stop_timeout"])
+    if rec is not None:
+        stop({rec.pid: rec.stop_signal}, p["stop_timeout"])
     if want == "stopped":
         if os.path.exists(p["pidfile"]):
             os.unlink(p["pidfile"])
