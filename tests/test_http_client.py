@@ -3,13 +3,12 @@ for, so it keeps nothing of one request for the next."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from odin.apis import http_client
+from tests.support.http_stub import Handler, serving
 
 
 @pytest.fixture
@@ -17,25 +16,13 @@ def server() -> Iterator[tuple[str, list[str | None]]]:
     """A local server that sets a session cookie on every answer and records the Cookie header it was sent."""
     seen: list[str | None] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class SetsCookies(Handler):
         def do_GET(self) -> None:
             seen.append(self.headers.get("Cookie"))
-            self.send_response(200)
-            self.send_header("Set-Cookie", "session=alice-token; Path=/")
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+            self.reply(200, b"ok", {"Set-Cookie": "session=alice-token; Path=/"})
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(SetsCookies) as url:
+        yield url, seen
 
 
 def test_a_cookie_one_request_got_is_never_sent_with_the_next(server: tuple[str, list[str | None]]) -> None:

@@ -3,13 +3,11 @@ updating a key, and the result is read back through the service itself."""
 
 from __future__ import annotations
 
-import http.server
 import io
 import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -32,6 +30,7 @@ from jobs.sinks.log import LogWriter
 from jobs.sinks.postgres import PostgresWriter
 from jobs.spec import DaggerSpec, SpecError, parse_spec
 from odin.apis import http_client, victoria
+from tests.support.http_stub import Handler, serving
 from tests.support.kafka import consume_all, latest_by_key
 from tests.support.services import Services, TeamDb
 
@@ -420,31 +419,18 @@ def test_influx_v2_sends_its_token_in_a_header_and_names_a_refusal(monkeypatch: 
     error carries the server's words, never the token. (A local HTTP server stands in for InfluxDB 2.)"""
     seen: list[tuple[str, str | None, bytes]] = []
 
-    class Refuse(http.server.BaseHTTPRequestHandler):
+    class Refuse(Handler):
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append((self.path, self.headers.get("Authorization"), body))
-            answer = b'{"code":"unauthorized","message":"unauthorized access"}'
-            self.send_response(401)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, *args: Any) -> None:
-            pass
+            seen.append((self.path, self.headers.get("Authorization"), self.body()))
+            self.reply(401, {"code": "unauthorized", "message": "unauthorized access"})
 
     monkeypatch.setenv("DAGGER_TEST_INFLUX_TOKEN", "s3cret-token")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    sink = {"type": "influx", "version": 2, "url": f"http://127.0.0.1:{server.server_port}", "org": "team-a"}
-    try:
-        writer = InfluxWriter(spec({**sink, "token_env": "DAGGER_TEST_INFLUX_TOKEN"}), SHAPE, RetryPolicy(5, 5))
+    with serving(Refuse) as url:
+        sink = {"type": "influx", "version": 2, "url": url, "org": "team-a", "token_env": "DAGGER_TEST_INFLUX_TOKEN"}
+        writer = InfluxWriter(spec(sink), SHAPE, RetryPolicy(5, 5))
         with pytest.raises(SinkError, match=r"after 1 attempt\(s\).*HTTP 401.*unauthorized access") as refused:
             writer.write(BATCH_0, 0)
         writer.close()
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "s3cret-token" not in str(refused.value)
     ((path, auth, body),) = seen
     assert path == "/api/v2/write?org=team-a&bucket=daggers&precision=ms"

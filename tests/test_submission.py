@@ -4,15 +4,14 @@ answer as Spark's do (a unit test of the client; the HA test runs it against rea
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
 
 import pytest
 
 from jobs.lifecycle.submission import SparkRest
+from tests.support.http_stub import Handler, serving
 
 STANDBY = {
     "action": "CreateSubmissionResponse",
@@ -36,42 +35,24 @@ ALIVE_STATUS = {
 }
 
 
-def _reply(handler: BaseHTTPRequestHandler, doc: dict) -> None:
-    """Answer as Spark's REST server does: HTTP 200 with a JSON document, success or not."""
-    body = json.dumps(doc).encode()
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
+def _master(reply: dict, status: dict) -> type[Handler]:
+    """Answers as Spark's REST server does: HTTP 200 with a JSON document, success or not."""
 
-
-def _master(reply: dict, status: dict) -> tuple[ThreadingHTTPServer, str]:
-    class Handler(BaseHTTPRequestHandler):
+    class Master(Handler):
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            _reply(self, reply)
+            self.body()
+            self.reply(200, reply)
 
         def do_GET(self) -> None:
-            _reply(self, status)
+            self.reply(200, status)
 
-        def log_message(self, *_: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+    return Master
 
 
 @pytest.fixture
 def masters() -> Iterator[list[str]]:
-    servers = [_master(STANDBY, STANDBY_STATUS), _master(ALIVE, ALIVE_STATUS)]
-    try:
-        yield [url for _, url in servers]
-    finally:
-        for server, _ in servers:
-            server.shutdown()
-            server.server_close()
+    with ExitStack() as stack:
+        yield [stack.enter_context(serving(_master(*m))) for m in ((STANDBY, STANDBY_STATUS), (ALIVE, ALIVE_STATUS))]
 
 
 def test_a_standby_master_passes_the_request_to_the_next(masters: list[str]) -> None:
@@ -85,7 +66,7 @@ def test_a_standby_asked_for_a_status_passes_it_to_the_next(masters: list[str]) 
     assert SparkRest(masters, lambda: "token").status("driver-1").state == "KILLED"
 
 
-class _RecoveringMaster(BaseHTTPRequestHandler):
+class _RecoveringMaster(Handler):
     """A master that took over after a failover: 'not alive' while it recovers, then it knows the driver again, and
     only a kill asked after that reaches the driver's worker."""
 
@@ -94,39 +75,31 @@ class _RecoveringMaster(BaseHTTPRequestHandler):
 
     def _recovering(self) -> bool:
         if time.monotonic() < type(self).recovered_at:
-            _reply(
-                self, {"action": "ErrorResponse", "success": False, "message": "Current state is not alive: RECOVERING"}
+            self.reply(
+                200, {"action": "ErrorResponse", "success": False, "message": "Current state is not alive: RECOVERING"}
             )
             return True
         return False
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.body()
         if not self._recovering():
             type(self).killed = True
-            _reply(self, {"action": "KillSubmissionResponse", "success": True, "submissionId": "driver-1"})
+            self.reply(200, {"action": "KillSubmissionResponse", "success": True, "submissionId": "driver-1"})
 
     def do_GET(self) -> None:
         if not self._recovering():
             state = "KILLED" if type(self).killed else "RUNNING"
-            _reply(self, {"action": "SubmissionStatusResponse", "success": True, "driverState": state})
-
-    def log_message(self, *_: object) -> None:
-        return None
+            self.reply(200, {"action": "SubmissionStatusResponse", "success": True, "driverState": state})
 
 
 def test_a_kill_asked_while_the_new_master_recovers_is_asked_again_until_the_driver_ends() -> None:
     _RecoveringMaster.recovered_at, _RecoveringMaster.killed = time.monotonic() + 1.0, False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecoveringMaster)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     said: list[str] = []
-    try:
-        rest = SparkRest([f"http://127.0.0.1:{server.server_address[1]}"], lambda: "token")
+    with serving(_RecoveringMaster) as url:
+        rest = SparkRest([url], lambda: "token")
         assert rest.end("driver-1", timeout_s=10, say=said.append, poll_s=0.1, again_s=0.5) == "KILLED"
         assert any("not alive: RECOVERING" in s for s in said), said
         _RecoveringMaster.killed = False  # a driver that does not end: None when the time is up
         _RecoveringMaster.recovered_at = time.monotonic() + 60
         assert rest.end("driver-1", timeout_s=1, say=said.append, poll_s=0.1, again_s=0.5) is None
-    finally:
-        server.shutdown()
-        server.server_close()
