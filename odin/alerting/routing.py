@@ -14,13 +14,12 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import yaml
 
-from odin.apis import http_client
-from odin.registry import Registry
+if TYPE_CHECKING:  # `main`, the alertmanager role's task on a cold `odin up`, needs neither (1.6 s of imports)
+    from odin.registry import Registry
 
 PLATFORM = "platform"
 # One notification per alert name, team, cluster and dagger; a cluster's trouble inhibits its daggers' warnings.
@@ -94,6 +93,10 @@ def write(path: Path, teams: list[str], receiver_url: str) -> bool:
 def sync(registry: Registry, path: Path, receiver_url: str, alertmanager_url: str) -> bool:
     """Routes for the registry's teams now; Alertmanager reloads a changed file. True when it changed. Nothing to do
     where the alertmanager role never ran (no file yet): its first `odin up` syncs."""
+    import httpx
+
+    from odin.apis import http_client
+
     if not path.exists():
         return False
     changed = write(path, registry.teams(), receiver_url)
