@@ -199,11 +199,13 @@ def run(
     dagger's (jobs/engine/checkpoint.py); `reset_checkpoint` starts over from `kafka.start`. `on_idle` is called
     every IDLE_BEAT_S without progress while the query waits between triggers: Spark reports none while a stream is
     quiet, which is not a stall (while a batch runs, no beat: a hung one is). `warm`: a new session, whose Python
-    processes the first batch needs are started beside the query's start (warm_executors, warm_planners)."""
+    processes the first batch needs are started beside the query's start (warm_planners; on a cluster,
+    warm_executors too: a local session's tasks run in its own JVM, whose Python worker the planners' read starts)."""
     spec = plan.spec
     planners = None
     if warm:
-        warm_executors(plan, spark)
+        if not spark.sparkContext.master.startswith("local"):
+            warm_executors(plan, spark)
         planners, _ = warm_planners(spark)
     # each start-up step in the log, with its time (a cluster driver's `stdout` file): where a slow (re)start goes
     identity = checkpoint.prepare(plan, reset_checkpoint)
