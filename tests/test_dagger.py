@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import logging
 import os
@@ -33,6 +32,7 @@ from odin.apis import victoria
 from odin.paths import BIN_DIR
 from odin.traffic.generator import booking_logs, driver_pings, produce
 from tests.support.events import START, s2id, surge_truth, window_end
+from tests.support.http_stub import Handler, serving
 from tests.support.kafka import consume_all, latest_by_key, new_topic
 from tests.support.seeds import SUPPLY_SQL
 from tests.support.services import Services, TeamDb
@@ -423,21 +423,17 @@ def test_warmed_planners_are_the_ones_the_query_uses(services: Services, tmp_pat
     assert seen == {"warm": 4, "new": 0, "events": 200}, seen  # two daemons, a worker each
 
 
-class _SlowInflux(http.server.BaseHTTPRequestHandler):
+class _SlowInflux(Handler):
     """An InfluxDB 1.x write endpoint that holds every write until `answer` is set, then accepts it."""
 
     answer: ClassVar[threading.Event] = threading.Event()
     held: ClassVar[list[float]] = []
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        self.body()
         self.held.append(time.monotonic())
         self.answer.wait(60)
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *_: Any) -> None:
-        pass
+        self.reply(204, b"")
 
 
 def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSession, tmp_path: Path) -> None:
@@ -445,11 +441,6 @@ def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSessi
     may hide it (health would never call the dagger stalled)."""
     topic = new_topic(services)
     produce(services.kafka_bootstrap, topic, booking_logs(200, seed=62, start=START, rate=100), partitions=2)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowInflux)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    spec = surge_spec(services, topic, {"type": "influx", "url": url, "version": 1, "measurement": "surge"})
-    plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
     beats: list[float] = []
     # the first write is held 15 s: longer than a beat (IDLE_BEAT_S), shorter than the sink's 30 s timeout
 
@@ -460,13 +451,14 @@ def test_a_hung_batch_is_not_an_idle_query(services: Services, spark: SparkSessi
         time.sleep(15)
         _SlowInflux.answer.set()
 
-    release = threading.Thread(target=hold_then_answer, daemon=True)
-    release.start()
-    try:
-        result = run(plan, spark, once=True, on_idle=lambda: beats.append(time.monotonic()))
-    finally:
-        _SlowInflux.answer.set()
-        server.shutdown()
+    with serving(_SlowInflux) as url:
+        spec = surge_spec(services, topic, {"type": "influx", "url": url, "version": 1, "measurement": "surge"})
+        plan = plan_dagger(parse_spec({**spec, "checkpoint_dir": str(tmp_path / "checkpoint")}))
+        threading.Thread(target=hold_then_answer, daemon=True).start()
+        try:
+            result = run(plan, spark, once=True, on_idle=lambda: beats.append(time.monotonic()))
+        finally:
+            _SlowInflux.answer.set()
     assert _SlowInflux.held and result.rows_written > 0
     first_write = _SlowInflux.held[0]
     assert not [b for b in beats if first_write < b < first_write + 15], (beats, first_write)
