@@ -325,8 +325,13 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
     }
     alerting = {p.name for n in nodes if n.role == "alertmanager" for p in n.processes}
     assert alerting == {"alertmanager", "alert-receiver"}
-    status = odin("status", "--state-dir", flags[1])
-    assert status.returncode == 0
+    status = wait_for(
+        lambda: odin("status", "--state-dir", flags[1]),
+        UP_SETTLE_S,
+        "`odin status` exit 0",
+        2.0,
+        lambda r: r.returncode == 0,
+    )  # its probes are as busy as the ones above
     assert all(n.name in status.stdout for n in nodes)
     listed = json.loads(odin("status", "--json", "--state-dir", flags[1]).stdout)
     assert {r["node"]: r["healthy"] for r in listed} == {n.name: True for n in nodes}
