@@ -325,15 +325,14 @@ def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) ->
     }
     alerting = {p.name for n in nodes if n.role == "alertmanager" for p in n.processes}
     assert alerting == {"alertmanager", "alert-receiver"}
-    status = wait_for(
-        lambda: odin("status", "--state-dir", flags[1]),
-        UP_SETTLE_S,
-        "`odin status` exit 0",
-        2.0,
-        lambda r: r.returncode == 0,
-    )  # its probes are as busy as the ones above
-    assert all(n.name in status.stdout for n in nodes)
-    listed = json.loads(odin("status", "--json", "--state-dir", flags[1]).stdout)
+
+    def settled(*args: str) -> subprocess.CompletedProcess[str]:
+        """`odin status` once it exits 0 (every node healthy): its probes are as busy as the ones above."""
+        command = ("status", *args, "--state-dir", flags[1])
+        return wait_for(lambda: odin(*command), UP_SETTLE_S, f"odin {command} exit 0", 2.0, lambda r: r.returncode == 0)
+
+    assert all(n.name in settled().stdout for n in nodes)
+    listed = json.loads(settled("--json").stdout)
     assert {r["node"]: r["healthy"] for r in listed} == {n.name: True for n in nodes}
 
 
