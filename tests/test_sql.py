@@ -366,6 +366,9 @@ INVISIBLE_WITH = "is a WITH query that is not visible here"
 ATTACKS = [
     # Tables and files.
     ("SELECT * FROM parquet.`/etc/passwd`", "catalog tables and file paths"),
+    # the platform's own data sources, registered in every dagger session (`dagger run` warms with the second)
+    ("SELECT * FROM dagger_kafka.`other-team-topic`", "catalog tables and file paths"),
+    ("SELECT * FROM dagger_warm.`x`", "catalog tables and file paths"),
     ("SELECT * FROM read_files('/etc')", "table-valued function"),
     ("SELECT read_files('/etc') FROM data_stream", "read_files() is not allowed in a dagger: it reads files"),
     ("SELECT * FROM range(10)", "table-valued function"),
