@@ -539,14 +539,20 @@ def test_down_leaves_no_process_behind_team_clusters_included(full_stack: tuple[
     assert len(cluster_groups) == 2 and all(cluster_groups)  # its master and worker
     groups = [pid for pid in pids(stack).values() if pid]
     assert len(groups) >= 10
-    airflow = [p.pid for n in stack.status() if n.role == "airflow" for p in n.processes if p.pid]
+    nodes = stack.status()
+
+    def groups_of(role: str) -> list[int]:
+        return [p.pid for n in nodes if n.role == role for p in n.processes if p.pid]
+
+    airflow, traffic, brokers = groups_of("airflow"), groups_of("traffic"), groups_of("kafka_broker")
+    watched = airflow + cluster_groups + traffic + brokers
     gone: dict[int, float] = {}
 
     def watch() -> None:  # when each group ends, to the tenth of a second (bounded by the down's own timeout)
         deadline = time.monotonic() + 600
-        while len(gone) < len(airflow + cluster_groups) and time.monotonic() < deadline:
+        while len(gone) < len(watched) and time.monotonic() < deadline:
             live = live_groups()
-            for g in airflow + cluster_groups:
+            for g in watched:
                 if g not in gone and g not in live:
                     gone[g] = time.monotonic()
             time.sleep(0.1)
@@ -559,6 +565,9 @@ def test_down_leaves_no_process_behind_team_clusters_included(full_stack: tuple[
     # Airflow first: a health run heals what the down stops (`make down` once left a team master that a heal had
     # started after the cluster was stopped)
     assert max(gone[g] for g in airflow) < min(gone[g] for g in cluster_groups), (airflow, cluster_groups, gone)
+    # clients before their broker: the traffic node flushes what it queued to a broker still there (stopped beside
+    # it, it waited out its flush's 10 s after the broker had gone)
+    assert traffic and brokers and max(gone[g] for g in traffic) < min(gone[g] for g in brokers), gone
     assert f"stopped {len(groups)} process(es)" in r.stdout
     assert "team cluster pricing/main stopped" in r.stdout
     assert not [g for g in groups + cluster_groups if g and group_alive(g)]
