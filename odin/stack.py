@@ -87,7 +87,6 @@ def tools() -> dict[str, str]:
         "tansu": str(Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"),
         "spark_class": str(BIN_DIR / "spark-class"),
         "spark_daemon_java_opts": spark_archive_options(),  # the class-data archive, where `make setup` built it
-        "airflow": str(BIN_DIR / "airflow"),
         "python": str(BIN_DIR / "python"),
         "airflow_version": importlib.metadata.version("apache-airflow"),
         "bin_dir": str(BIN_DIR),
