@@ -306,8 +306,7 @@ def odin_status_settled(flags: list[str], *args: str) -> subprocess.CompletedPro
 
 def test_up_starts_every_service_healthy(full_stack: tuple[Stack, list[str]]) -> None:
     stack, flags = full_stack
-    # healthy as `up` judges it (odin/stack.py settled_status): one probe missed while the machine is busy (the other
-    # test worker's Spark jobs; Airflow's API server once took over 3 s to answer) is not a service down
+    # healthy as `up` judges it: see odin_status_settled
     nodes = wait_for(
         stack.status, UP_SETTLE_S, "every node healthy", 2.0, lambda ns: all(n.running and n.health.ok for n in ns)
     )
